@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: MIT
+# proftool: make, make check, make asan, make demo, make bench
+
+VERSION   := 0.1.0
+CC        ?= gcc
+O         ?= build
+CFLAGS    ?= -O2 -g
+WARNINGS  := -std=c11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
+             -Wmissing-prototypes -Wvla -Wno-format-nonliteral
+CPPFLAGS  += -D_GNU_SOURCE -DPROFTOOL_VERSION='"$(VERSION)"' -I. -MMD -MP
+LDLIBS    := -ldw -lelf -ljansson -lz -lstdc++
+SANITIZE  :=
+
+LIB_SRCS  := $(wildcard base/*.c profile/*.c sampler/*.c symbolize/*.c report/*.c)
+CMD_SRCS  := $(wildcard cmd/*.c)
+LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/%.o)
+CMD_OBJS  := $(CMD_SRCS:%.c=$(O)/%.o)
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
+
+# Workloads are built the way most programs users profile are, plus frame pointers
+# for the -g fp tests; the suite builds the -fomit-frame-pointer variants it needs.
+WL_SRCS   := $(wildcard tests/workloads/*.c)
+WL_BINS   := $(WL_SRCS:tests/workloads/%.c=$(O)/workloads/%)
+WL_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -pthread -Wall -Wextra -Werror
+
+BATS      ?= bats
+export LC_ALL := C
+
+.PHONY: all deps deps-check check unit bats lint asan demo bench clean
+.DELETE_ON_ERROR:
+
+all: $(O)/proftool
+
+$(O)/proftool: $(CMD_OBJS) $(O)/libproftool.a
+	$(CC) $(CFLAGS) $(SANITIZE) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(O)/libproftool.a: $(LIB_OBJS)
+	rm -f $@ && ar rcs $@ $^
+
+$(O)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -c -o $@ $<
+
+$(O)/tests/unit/%: tests/unit/%.c $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)
+
+$(O)/workloads/%: tests/workloads/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WL_CFLAGS) -o $@ $<
+
+deps:
+	@scripts/deps.sh build
+
+deps-check:
+	@scripts/deps.sh check
+
+unit: $(UNIT_BINS)
+	@for t in $(UNIT_BINS); do $$t || exit 1; done
+
+bats: all $(WL_BINS)
+	PROFTOOL=$(abspath $(O)/proftool) WORKLOADS=$(abspath $(O)/workloads) \
+		$(BATS) --tap tests/*.bats
+
+# Banned calls (curl's checksrc in miniature): they cannot report errors or overflow.
+lint:
+	@if grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|atol|gets)\s*\(' \
+		$(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h); then \
+		echo "proftool: banned call above; use snprintf, strtoul with checks, ..." >&2; exit 1; fi
+
+check: deps-check
+	$(MAKE) lint
+	$(MAKE) all
+	$(MAKE) unit
+	$(MAKE) bats
+
+asan: deps-check
+	$(MAKE) check O=build-asan CFLAGS="-O1 -g" \
+		SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+
+demo: deps
+	$(MAKE) all $(O)/workloads/train
+	$(O)/proftool record -o $(O)/demo.data -- $(O)/workloads/train
+	$(O)/proftool report -i $(O)/demo.data --limit 15
+
+bench: deps
+	@scripts/deps.sh bench
+	$(MAKE) all $(WL_BINS)
+	bench/run.sh
+
+clean:
+	rm -rf build build-asan
+
+-include $(LIB_OBJS:.o=.d) $(CMD_OBJS:.o=.d)

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+/* Atomic replacement of a file through a temporary sibling and rename(2). */
+#include "atomic.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base.h"
+
+int atomic_open(struct atomic_file *af, const char *path, mode_t mode)
+{
+	const char *slash = strrchr(path, '/');
+	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
+	size_t n = strlen(path) + 16;
+	mode_t mask;
+	int fd;
+
+	memset(af, 0, sizeof(*af));
+	af->tmp = xmalloc(n);
+	snprintf(af->tmp, n, "%.*s.%s.XXXXXX", (int)dirlen, path, path + dirlen);
+	fd = mkostemp(af->tmp, O_CLOEXEC);	/* O_CREAT|O_EXCL: never follows a link */
+	if (fd < 0) {
+		int err = -errno;
+
+		free(af->tmp);
+		af->tmp = NULL;
+		return err;
+	}
+	mask = umask(0);
+	umask(mask);
+	if (fchmod(fd, mode & ~mask) < 0 || !(af->fp = fdopen(fd, "w"))) {
+		int err = -errno;
+
+		close(fd);
+		unlink(af->tmp);
+		free(af->tmp);
+		af->tmp = NULL;
+		return err;
+	}
+	af->path = xstrdup(path);
+	return 0;
+}
+
+int atomic_commit(struct atomic_file *af)
+{
+	int err = 0;
+
+	errno = 0;
+	if (fflush(af->fp) || ferror(af->fp))
+		err = errno ? -errno : -EIO;
+	if (!err && fsync(fileno(af->fp)) < 0 && errno != EINVAL)
+		err = -errno;
+	if (fclose(af->fp) && !err)
+		err = -errno;
+	af->fp = NULL;
+	if (!err && rename(af->tmp, af->path) < 0)
+		err = -errno;
+	if (err)
+		unlink(af->tmp);
+	free(af->tmp);
+	free(af->path);
+	af->tmp = af->path = NULL;
+	return err;
+}
+
+void atomic_abort(struct atomic_file *af)
+{
+	int errsv = errno;
+
+	if (af->fp)
+		fclose(af->fp);
+	if (af->tmp)
+		unlink(af->tmp);
+	free(af->tmp);
+	free(af->path);
+	memset(af, 0, sizeof(*af));
+	errno = errsv;
+}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/* Checked allocation, hashing, the id index and clocks shared by every stage. */
+#include "base.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static void (*oom_handler)(size_t);
+
+void base_set_oom_handler(void (*fn)(size_t bytes))
+{
+	oom_handler = fn;
+}
+
+static void *oom(size_t n)
+{
+	if (oom_handler)
+		oom_handler(n);
+	abort();
+}
+
+void *xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	return p ? p : oom(n);
+}
+
+void *xcalloc(size_t nmemb, size_t size)
+{
+	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
+
+	return p ? p : oom(nmemb * size);
+}
+
+void *xrealloc(void *p, size_t n)
+{
+	void *q = realloc(p, n ? n : 1);
+
+	return q ? q : oom(n);
+}
+
+char *xstrdup(const char *s)
+{
+	char *d = strdup(s);
+
+	return d ? d : oom(strlen(s) + 1);
+}
+
+char *xstrdup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+size_t st_mult(size_t a, size_t b)
+{
+	size_t r;
+
+	if (__builtin_mul_overflow(a, b, &r))
+		oom(SIZE_MAX);
+	return r;
+}
+
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed)
+{
+	const unsigned char *c = p;
+	uint64_t h = 0xcbf29ce484222325ull ^ seed;
+
+	while (n--) {
+		h ^= *c++;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+uint64_t hash_str(const char *s, uint64_t seed)
+{
+	return s ? hash_bytes(s, strlen(s), seed) : hash_u64(seed ^ 0x5a5a);
+}
+
+uint64_t hash_u64(uint64_t x)
+{
+	/* splitmix64's finaliser */
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+void idx_release(struct idx *x)
+{
+	free(x->hash);
+	free(x->id);
+	memset(x, 0, sizeof(*x));
+}
+
+static void idx_put(struct idx *x, uint64_t hash, uint32_t id)
+{
+	size_t i = hash & x->mask;
+
+	while (x->id[i])
+		i = (i + 1) & x->mask;
+	x->hash[i] = hash;
+	x->id[i] = id + 1;
+}
+
+void idx_insert(struct idx *x, uint64_t hash, uint32_t id)
+{
+	size_t slots = x->mask ? x->mask + 1 : 0;
+
+	if ((x->count + 1) * 2 > slots) {
+		struct idx old = *x;
+		size_t n = slots ? slots * 2 : 64;
+
+		x->hash = xmalloc(st_mult(n, sizeof(*x->hash)));
+		x->id = xcalloc(n, sizeof(*x->id));
+		x->mask = n - 1;
+		for (size_t i = 0; i < slots; i++)
+			if (old.id[i])
+				idx_put(x, old.hash[i], old.id[i] - 1);
+		free(old.hash);
+		free(old.id);
+	}
+	idx_put(x, hash, id);
+	x->count++;
+}
+
+uint32_t idx_next(const struct idx *x, uint64_t hash, size_t *pos)
+{
+	if (!x->mask)
+		return IDX_NONE;
+	for (size_t i = (hash + *pos) & x->mask; x->id[i]; i = (i + 1) & x->mask) {
+		(*pos)++;
+		if (x->hash[i] == hash)
+			return x->id[i] - 1;
+	}
+	return IDX_NONE;
+}
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t time_mono_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+uint64_t time_real_ns(void)
+{
+	return clock_ns(CLOCK_REALTIME);
+}

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+/* Small helpers every stage shares: checked allocation, growable arrays, an id index. */
+#ifndef PROFTOOL_BASE_H
+#define PROFTOOL_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Allocation never returns NULL: on exhaustion it calls the handler installed
+ * with base_set_oom_handler() (cmd/ installs one that prints and exits), or
+ * abort()s. This is git's rule for xmalloc; it keeps every library call from
+ * threading -ENOMEM through code that could do nothing useful with it.
+ */
+void base_set_oom_handler(void (*fn)(size_t bytes));
+void *xmalloc(size_t n);
+void *xcalloc(size_t nmemb, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+/* Duplicates S, or returns NULL when S is NULL. */
+char *xstrdup_or_null(const char *s);
+/* Multiplies with overflow treated as out of memory. */
+size_t st_mult(size_t a, size_t b);
+
+/*
+ * Grows array P (of NR used elements, ALLOC allocated) so that it holds at
+ * least N elements; git's ALLOC_GROW. NR and ALLOC are size_t lvalues.
+ */
+#define ALLOC_GROW(p, n, alloc)                                              \
+	do {                                                                 \
+		if ((n) > (alloc)) {                                         \
+			size_t grow_ = (alloc) < 16 ? 16 : (alloc) * 2;      \
+			if (grow_ < (n))                                     \
+				grow_ = (n);                                 \
+			(p) = xrealloc((p), st_mult(grow_, sizeof(*(p))));   \
+			(alloc) = grow_;                                     \
+		}                                                            \
+	} while (0)
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* 64-bit hashing (FNV-1a for bytes, a mixer for integers). */
+uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
+uint64_t hash_str(const char *s, uint64_t seed);
+uint64_t hash_u64(uint64_t x);
+static inline uint64_t hash_combine(uint64_t h, uint64_t v)
+{
+	return hash_u64(h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)));
+}
+
+/*
+ * An open-addressing index from a 64-bit hash to 32-bit ids of elements kept
+ * in the caller's own array. The caller compares candidates itself: find
+ * returns each id with a matching hash in turn.
+ *
+ *	IDX_INIT; idx_release(&idx);
+ */
+struct idx {
+	uint64_t *hash; /* per slot; meaningful only where id[slot] != 0 */
+	uint32_t *id;   /* per slot: element id + 1, 0 = empty */
+	size_t mask;    /* slots - 1; slots is a power of two or 0 */
+	size_t count;
+};
+#define IDX_INIT { 0 }
+#define IDX_NONE UINT32_MAX
+
+void idx_release(struct idx *x);
+void idx_insert(struct idx *x, uint64_t hash, uint32_t id);
+/*
+ * Iterates the ids stored under HASH: start with *pos = 0; returns IDX_NONE
+ * when there are no more.
+ */
+uint32_t idx_next(const struct idx *x, uint64_t hash, size_t *pos);
+
+/* Monotonic and real clocks in nanoseconds. */
+uint64_t time_mono_ns(void);
+uint64_t time_real_ns(void);
+
+#endif

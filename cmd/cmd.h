@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+/* What the subcommands share: exit codes, messages, number parsing. */
+#ifndef PROFTOOL_CMD_H
+#define PROFTOOL_CMD_H
+
+#include <stdbool.h>
+
+/* Exit codes; `record` passes its command's status through instead. */
+enum {
+	EXIT_OK = 0,
+	EXIT_FAIL = 1,          /* the work could not be done */
+	EXIT_USAGE = 2,         /* bad command line */
+	EXIT_NOT_RUN = 127,     /* the command to profile could not be started */
+};
+
+#ifndef PROFTOOL_VERSION
+#define PROFTOOL_VERSION "0.0.0"
+#endif
+
+/* Prints "proftool: MSG" as one line on stderr. */
+__attribute__((format(printf, 1, 2)))
+void error(const char *fmt, ...);
+/* Prints the error and a pointer to COMMAND's help; returns EXIT_USAGE. */
+__attribute__((format(printf, 2, 3)))
+int usage_error(const char *command, const char *fmt, ...);
+
+/*
+ * Parses a whole decimal number in [LO, HI]; false for empty input,
+ * trailing garbage or overflow (where atoi would quietly say 0).
+ */
+bool parse_ulong(const char *s, unsigned long lo, unsigned long hi, unsigned long *out);
+bool parse_seconds(const char *s, double *out);
+
+/* Makes sure fds 0-2 are open, so that no file we open lands on them. */
+void ensure_std_fds(void);
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+
+#endif

@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/* proftool report: read one or more profiles, merge them and print a report. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/atomic.h"
+#include "base/base.h"
+#include "cmd.h"
+#include "profile/profile.h"
+#include "report/report.h"
+
+static const char report_usage[] =
+	"usage: proftool report [OPTIONS] [FILE...]\n"
+	"\n"
+	"Prints the profile in FILE (default proftool.data); several files are merged.\n"
+	"\n"
+	"  -i FILE              profile to read (may repeat)\n"
+	"  --sort KEY           cumtime (cumulative), tottime (time), nsamples (ncalls,\n"
+	"                       calls), name, filename, nfl (default cumtime)\n"
+	"  --format FMT         table (cProfile-style, default) or folded (one line per\n"
+	"                       stack: frames root first, ';'-separated, then the count)\n"
+	"  --limit N            rows in tables; 0 shows all (default 30)\n"
+	"  --per-thread         one report per thread, titled by its name and ids\n"
+	"  --pid P, --tid T     keep only samples of process P or thread T\n"
+	"  --comm NAME          keep only samples of threads or processes named NAME\n"
+	"  -o OUT               write the report to OUT instead of standard output\n"
+	"  -h, --help           show this help\n";
+
+enum {
+	OPT_SORT = 256,
+	OPT_FORMAT,
+	OPT_LIMIT,
+	OPT_PER_THREAD,
+	OPT_PID,
+	OPT_TID,
+	OPT_COMM,
+};
+
+static const struct option report_options[] = {
+	{ "input", required_argument, NULL, 'i' },
+	{ "sort", required_argument, NULL, OPT_SORT },
+	{ "format", required_argument, NULL, OPT_FORMAT },
+	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "tid", required_argument, NULL, OPT_TID },
+	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "output", required_argument, NULL, 'o' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+struct report_cmd_opts {
+	struct report_opts ro;
+	const char **inputs;
+	size_t nr_inputs, alloc_inputs;
+	const char *output;
+};
+
+static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
+{
+	unsigned long v;
+	int c;
+
+	o->ro.limit = 30;
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":i:o:h", report_options, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			ALLOC_GROW(o->inputs, o->nr_inputs + 1, o->alloc_inputs);
+			o->inputs[o->nr_inputs++] = optarg;
+			break;
+		case OPT_SORT:
+			if (report_sort_parse(optarg, &o->ro.sort) < 0)
+				return usage_error("report", "unknown sort key '%s' (use cumtime, tottime, nsamples, name, filename or nfl)", optarg);
+			break;
+		case OPT_FORMAT:
+			if (report_format_parse(optarg, &o->ro.format) < 0)
+				return usage_error("report", "unknown format '%s' (use table or folded)", optarg);
+			break;
+		case OPT_LIMIT:
+			if (!parse_ulong(optarg, 0, SIZE_MAX, &v))
+				return usage_error("report", "--limit must be a whole number, not '%s'", optarg);
+			o->ro.limit = v;
+			break;
+		case OPT_PER_THREAD:
+			o->ro.per_thread = true;
+			break;
+		case OPT_PID:
+		case OPT_TID:
+			if (!parse_ulong(optarg, 1, INT32_MAX, &v))
+				return usage_error("report", "--%s must be a process or thread id, not '%s'",
+						   c == OPT_PID ? "pid" : "tid", optarg);
+			if (c == OPT_PID)
+				o->ro.filter.pid = v;
+			else
+				o->ro.filter.tid = v;
+			break;
+		case OPT_COMM:
+			o->ro.filter.comm = optarg;
+			break;
+		case 'o':
+			if (!*optarg)
+				return usage_error("report", "-o needs a file name");
+			o->output = optarg;
+			break;
+		case 'h':
+			fputs(report_usage, stdout);
+			return -1;
+		case ':':
+			return usage_error("report", "option '%s' needs a value", argv[optind - 1]);
+		default:
+			return usage_error("report", "unknown option '%s'", argv[optind - 1]);
+		}
+	}
+	for (int i = optind; i < argc; i++) {
+		ALLOC_GROW(o->inputs, o->nr_inputs + 1, o->alloc_inputs);
+		o->inputs[o->nr_inputs++] = argv[i];
+	}
+	if (!o->nr_inputs) {
+		ALLOC_GROW(o->inputs, 1, o->alloc_inputs);
+		o->inputs[o->nr_inputs++] = "proftool.data";
+	}
+	return 0;
+}
+
+static const char *read_hint(int e)
+{
+	switch (e) {
+	case ENOENT:
+		return "; record one with 'proftool record -- COMMAND'";
+	case EPROTO:
+		return "; give a file written by 'proftool record'";
+	case EBADMSG:
+		return "; the file is damaged: record the profile again";
+	case ENOTSUP:
+		return "; upgrade proftool to read it";
+	default:
+		return "";
+	}
+}
+
+static struct profile *load(const struct report_cmd_opts *o)
+{
+	struct profile *all = NULL;
+	char err[512];
+
+	for (size_t i = 0; i < o->nr_inputs; i++) {
+		struct profile *p = profile_read(o->inputs[i], err, sizeof(err));
+
+		if (!p) {
+			error("cannot read '%s': %s%s", o->inputs[i], err, read_hint(errno));
+			profile_free(all);
+			return NULL;
+		}
+		if (!all) {
+			all = p;
+			continue;
+		}
+		profile_merge(all, p);
+		profile_free(p);
+	}
+	return all;
+}
+
+static int do_report(struct report_cmd_opts *o)
+{
+	struct profile *p = load(o);
+	struct atomic_file af = { 0 };
+	FILE *out = stdout;
+	int ret;
+
+	if (!p)
+		return EXIT_FAIL;
+	if (!p->nr_samples) {
+		error("no samples in %s%s%s; the profiled command may have been too short: record a longer run or raise -F",
+		      o->nr_inputs == 1 ? "'" : "the given files", o->nr_inputs == 1 ? o->inputs[0] : "",
+		      o->nr_inputs == 1 ? "'" : "");
+		profile_free(p);
+		return EXIT_FAIL;
+	}
+	if (o->output) {
+		ret = atomic_open(&af, o->output, 0644);
+		if (ret < 0) {
+			error("cannot create '%s': %s", o->output, strerror(-ret));
+			profile_free(p);
+			return EXIT_FAIL;
+		}
+		out = af.fp;
+	}
+	o->ro.inputs = o->inputs;
+	o->ro.nr_inputs = o->nr_inputs;
+	ret = report_write(out, p, &o->ro);
+	profile_free(p);
+	if (ret == -ENODATA) {
+		atomic_abort(&af);
+		error("no samples match the --pid/--tid/--comm filters; 'proftool report --per-thread' lists the threads");
+		return EXIT_FAIL;
+	}
+	if (o->output) {
+		if (ret < 0) {
+			atomic_abort(&af);
+		} else {
+			ret = atomic_commit(&af);
+		}
+		if (ret < 0) {
+			error("cannot write '%s': %s", o->output, strerror(-ret));
+			return EXIT_FAIL;
+		}
+	}
+	return ret < 0 ? EXIT_FAIL : EXIT_OK;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_cmd_opts o = { 0 };
+	int ret = parse_options(argc, argv, &o);
+
+	if (!ret)
+		ret = do_report(&o);
+	else if (ret < 0)
+		ret = EXIT_OK;
+	free(o.inputs);
+	return ret;
+}

@@ -1,0 +1,544 @@
+// SPDX-License-Identifier: MIT
+/* Reading and writing profile files: gzip-compressed JSON, format documented in docs/profile-format.md. */
+#include "profile.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/atomic.h"
+
+__attribute__((format(printf, 3, 4)))
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* ---- writing ---- */
+
+static json_t *jstr(const char *s)
+{
+	return s ? json_string(s) : json_null();
+}
+
+static json_t *meta_to_json(const struct profile_meta *m, size_t nr_samples)
+{
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			 "tool_version", jstr(m->tool_version),
+			 "command", jstr(m->command),
+			 "event", jstr(m->event),
+			 "callgraph", jstr(m->callgraph),
+			 "mode", jstr(m->mode),
+			 "backend", jstr(m->backend),
+			 "host", jstr(m->host),
+			 "kernel", jstr(m->kernel),
+			 "freq", (json_int_t)m->freq,
+			 "period_ns", (json_int_t)m->period_ns,
+			 "start_real_ns", (json_int_t)m->start_real_ns,
+			 "duration_ns", (json_int_t)m->duration_ns,
+			 "lost", (json_int_t)m->lost,
+			 "cpu_time_ns", (json_int_t)m->cpu_time_ns,
+			 "exit_status", (json_int_t)m->exit_status,
+			 "samples", (json_int_t)nr_samples);
+}
+
+static json_t *build_json(const struct profile *p)
+{
+	json_t *root = json_object();
+	json_t *fname = json_array(), *fmod = json_array(), *ffile = json_array(), *fline = json_array();
+	json_t *lfunc = json_array(), *lline = json_array();
+	json_t *sparent = json_array(), *sloc = json_array();
+	json_t *procs = json_array(), *threads = json_array();
+	json_t *stime = json_array(), *sthread = json_array(), *sstack = json_array();
+	uint64_t prev_us = 0;
+
+	json_object_set_new(root, "format", json_string(PROFILE_FORMAT));
+	json_object_set_new(root, "version", json_integer(PROFILE_VERSION));
+	json_object_set_new(root, "meta", meta_to_json(&p->meta, p->nr_samples));
+	for (size_t i = 0; i < p->nr_funcs; i++) {
+		json_array_append_new(fname, json_string(p->funcs[i].name));
+		json_array_append_new(fmod, json_string(p->funcs[i].module));
+		json_array_append_new(ffile, jstr(p->funcs[i].file));
+		json_array_append_new(fline, json_integer(p->funcs[i].line));
+	}
+	json_object_set_new(root, "functions", json_pack("{s:o, s:o, s:o, s:o}", "name", fname,
+							   "module", fmod, "file", ffile, "line", fline));
+	for (size_t i = 0; i < p->nr_locs; i++) {
+		json_array_append_new(lfunc, json_integer(p->locs[i].func));
+		json_array_append_new(lline, json_integer(p->locs[i].line));
+	}
+	json_object_set_new(root, "locations", json_pack("{s:o, s:o}", "function", lfunc, "line", lline));
+	for (size_t i = 0; i < p->nr_stacks; i++) {
+		uint32_t par = p->stacks[i].parent;
+
+		json_array_append_new(sparent, json_integer(par == PROFILE_NONE ? -1 : (json_int_t)par));
+		json_array_append_new(sloc, json_integer(p->stacks[i].loc));
+	}
+	json_object_set_new(root, "stacks", json_pack("{s:o, s:o}", "parent", sparent, "location", sloc));
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		const struct profile_process *pr = &p->procs[i];
+
+		json_array_append_new(procs, json_pack("{s:i, s:i, s:s, s:o}", "pid", pr->pid,
+						       "ppid", pr->ppid, "comm", pr->comm,
+						       "cmdline", jstr(pr->cmdline)));
+	}
+	json_object_set_new(root, "processes", procs);
+	for (size_t i = 0; i < p->nr_threads; i++) {
+		const struct profile_thread *t = &p->threads[i];
+
+		json_array_append_new(threads, json_pack("{s:i, s:I, s:s}", "tid", t->tid,
+							 "process", (json_int_t)t->process,
+							 "comm", t->comm));
+	}
+	json_object_set_new(root, "threads", threads);
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		const struct profile_sample *s = &p->samples[i];
+		uint64_t us = s->time_ns / 1000;
+
+		json_array_append_new(stime, json_integer((json_int_t)us - (json_int_t)prev_us));
+		prev_us = us;
+		json_array_append_new(sthread, json_integer(s->thread));
+		json_array_append_new(sstack, json_integer(s->stack));
+	}
+	json_object_set_new(root, "samples", json_pack("{s:o, s:o, s:o}", "time_us_delta", stime,
+						       "thread", sthread, "stack", sstack));
+	return root;
+}
+
+/* Compresses BUF into a gzip stream written to FP. */
+static int gzip_to(FILE *fp, const char *buf, size_t len)
+{
+	unsigned char out[1 << 16];
+	z_stream zs;
+	int ret;
+
+	memset(&zs, 0, sizeof(zs));
+	if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	zs.next_in = (unsigned char *)buf;
+	zs.avail_in = len;
+	do {
+		zs.next_out = out;
+		zs.avail_out = sizeof(out);
+		ret = deflate(&zs, Z_FINISH);
+		if (fwrite(out, 1, sizeof(out) - zs.avail_out, fp) != sizeof(out) - zs.avail_out) {
+			deflateEnd(&zs);
+			return errno ? -errno : -EIO;
+		}
+	} while (ret == Z_OK);
+	deflateEnd(&zs);
+	return ret == Z_STREAM_END ? 0 : -EIO;
+}
+
+int profile_write(const struct profile *p, const char *path, char *err, size_t errlen)
+{
+	struct atomic_file af;
+	json_t *root = build_json(p);
+	char *text = json_dumps(root, JSON_COMPACT);
+	int ret;
+
+	json_decref(root);
+	if (!text) {
+		set_err(err, errlen, "cannot encode the profile");
+		return -ENOMEM;
+	}
+	ret = atomic_open(&af, path, 0644);
+	if (ret < 0) {
+		set_err(err, errlen, "cannot create a file next to '%s': %s", path, strerror(-ret));
+		free(text);
+		return ret;
+	}
+	errno = 0;
+	ret = gzip_to(af.fp, text, strlen(text));
+	free(text);
+	if (ret < 0) {
+		set_err(err, errlen, "cannot write '%s': %s", path, strerror(-ret));
+		atomic_abort(&af);
+		return ret;
+	}
+	ret = atomic_commit(&af);
+	if (ret < 0)
+		set_err(err, errlen, "cannot write '%s': %s", path, strerror(-ret));
+	return ret;
+}
+
+/* ---- reading ---- */
+
+static int read_all(const char *path, unsigned char **out, size_t *outlen)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	unsigned char *buf = NULL;
+	size_t len = 0, alloc = 0;
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+		close(fd);
+		return -EISDIR;
+	}
+	for (;;) {
+		ssize_t n;
+
+		ALLOC_GROW(buf, len + 65536, alloc);
+		n = read(fd, buf + len, alloc - len);
+		if (n < 0) {
+			int e = -errno;
+
+			if (errno == EINTR)
+				continue;
+			free(buf);
+			close(fd);
+			return e;
+		}
+		if (n == 0)
+			break;
+		len += n;
+	}
+	close(fd);
+	*out = buf;
+	*outlen = len;
+	return 0;
+}
+
+/* Inflates a gzip stream. Returns 0, -EBADMSG when corrupt, -ENODATA when truncated. */
+static int gunzip(const unsigned char *in, size_t inlen, char **out, size_t *outlen)
+{
+	z_stream zs;
+	char *buf = NULL;
+	size_t alloc = 0, len = 0;
+	int ret;
+
+	memset(&zs, 0, sizeof(zs));
+	if (inflateInit2(&zs, 15 + 16) != Z_OK)
+		return -ENOMEM;
+	zs.next_in = (unsigned char *)in;
+	zs.avail_in = inlen;
+	do {
+		ALLOC_GROW(buf, len + (inlen > 65536 ? inlen : 65536) + 1, alloc);
+		zs.next_out = (unsigned char *)buf + len;
+		zs.avail_out = alloc - len - 1;
+		ret = inflate(&zs, Z_NO_FLUSH);
+		len = alloc - 1 - zs.avail_out;
+	} while (ret == Z_OK && (zs.avail_in || !zs.avail_out));
+	inflateEnd(&zs);
+	if (ret != Z_STREAM_END) {
+		free(buf);
+		return ret == Z_OK || ret == Z_BUF_ERROR ? -ENODATA : -EBADMSG;
+	}
+	buf[len] = '\0';
+	*out = buf;
+	*outlen = len;
+	return 0;
+}
+
+struct reader {
+	char *err;
+	size_t errlen;
+	int bad; /* set on the first schema violation */
+};
+
+__attribute__((format(printf, 2, 3)))
+static void bad(struct reader *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->bad++)
+		return;
+	if (!r->err || !r->errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(r->err, r->errlen, fmt, ap);
+	va_end(ap);
+}
+
+static json_t *get_array(struct reader *r, json_t *obj, const char *key, size_t n, bool check_n)
+{
+	json_t *a = json_object_get(obj, key);
+
+	if (!json_is_array(a)) {
+		bad(r, "field '%s' is missing", key);
+		return NULL;
+	}
+	if (check_n && json_array_size(a) != n) {
+		bad(r, "field '%s' has %zu entries, expected %zu", key, json_array_size(a), n);
+		return NULL;
+	}
+	return a;
+}
+
+static json_int_t get_int_at(struct reader *r, json_t *a, size_t i, json_int_t lo, json_int_t hi,
+			     const char *what)
+{
+	json_t *v = json_array_get(a, i);
+	json_int_t x;
+
+	if (!json_is_integer(v)) {
+		bad(r, "%s %zu is not an integer", what, i);
+		return lo;
+	}
+	x = json_integer_value(v);
+	if (x < lo || x > hi) {
+		bad(r, "%s %zu is out of range", what, i);
+		return lo;
+	}
+	return x;
+}
+
+static const char *get_str_at(struct reader *r, json_t *a, size_t i, bool nullable, const char *what)
+{
+	json_t *v = json_array_get(a, i);
+
+	if (nullable && json_is_null(v))
+		return NULL;
+	if (!json_is_string(v)) {
+		bad(r, "%s %zu is not a string", what, i);
+		return "";
+	}
+	return json_string_value(v);
+}
+
+static char *meta_str(json_t *meta, const char *key)
+{
+	json_t *v = json_object_get(meta, key);
+
+	return json_is_string(v) ? xstrdup(json_string_value(v)) : NULL;
+}
+
+static uint64_t meta_u64(json_t *meta, const char *key)
+{
+	json_t *v = json_object_get(meta, key);
+
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+static void read_meta(struct profile_meta *m, json_t *meta)
+{
+	json_t *ex = json_object_get(meta, "exit_status");
+
+	m->tool_version = meta_str(meta, "tool_version");
+	m->command = meta_str(meta, "command");
+	m->event = meta_str(meta, "event");
+	m->callgraph = meta_str(meta, "callgraph");
+	m->mode = meta_str(meta, "mode");
+	m->backend = meta_str(meta, "backend");
+	m->host = meta_str(meta, "host");
+	m->kernel = meta_str(meta, "kernel");
+	m->freq = (uint32_t)meta_u64(meta, "freq");
+	m->period_ns = meta_u64(meta, "period_ns");
+	m->start_real_ns = meta_u64(meta, "start_real_ns");
+	m->duration_ns = meta_u64(meta, "duration_ns");
+	m->lost = meta_u64(meta, "lost");
+	m->cpu_time_ns = meta_u64(meta, "cpu_time_ns");
+	m->exit_status = json_is_integer(ex) ? (int32_t)json_integer_value(ex) : -1;
+}
+
+/*
+ * Tables are appended directly rather than interned, so that indexes in the
+ * file stay valid; the interning indexes are rebuilt alongside.
+ */
+static void read_tables(struct reader *r, struct profile *p, json_t *root)
+{
+	json_t *fn = json_object_get(root, "functions"), *lo = json_object_get(root, "locations");
+	json_t *st = json_object_get(root, "stacks"), *sa = json_object_get(root, "samples");
+	json_t *procs = get_array(r, root, "processes", 0, false);
+	json_t *threads = get_array(r, root, "threads", 0, false);
+	json_t *a, *b, *c, *d;
+	size_t n;
+	uint64_t t_us = 0;
+
+	if (r->bad)
+		return;
+	a = get_array(r, fn, "name", 0, false);
+	n = a ? json_array_size(a) : 0;
+	b = get_array(r, fn, "module", n, true);
+	c = get_array(r, fn, "file", n, true);
+	d = get_array(r, fn, "line", n, true);
+	for (size_t i = 0; !r->bad && i < n; i++) {
+		const char *name = get_str_at(r, a, i, false, "function name");
+		const char *mod = get_str_at(r, b, i, false, "function module");
+		const char *file = get_str_at(r, c, i, true, "function file");
+		uint32_t line = get_int_at(r, d, i, 0, UINT32_MAX, "function line");
+
+		if (!r->bad && profile_add_func(p, name, mod, file, line) != i)
+			bad(r, "function %zu is a duplicate", i);
+	}
+	a = get_array(r, lo, "function", 0, false);
+	n = a ? json_array_size(a) : 0;
+	b = get_array(r, lo, "line", n, true);
+	for (size_t i = 0; !r->bad && i < n; i++) {
+		uint32_t f = get_int_at(r, a, i, 0, (json_int_t)p->nr_funcs - 1, "location function");
+		uint32_t line = get_int_at(r, b, i, 0, UINT32_MAX, "location line");
+
+		if (!r->bad && profile_add_loc(p, f, line) != i)
+			bad(r, "location %zu is a duplicate", i);
+	}
+	a = get_array(r, st, "parent", 0, false);
+	n = a ? json_array_size(a) : 0;
+	b = get_array(r, st, "location", n, true);
+	for (size_t i = 0; !r->bad && i < n; i++) {
+		/* parent < i keeps the tree acyclic */
+		json_int_t par = get_int_at(r, a, i, -1, (json_int_t)i - 1, "stack parent");
+		uint32_t loc = get_int_at(r, b, i, 0, (json_int_t)p->nr_locs - 1, "stack location");
+
+		if (!r->bad && profile_add_stack(p, par < 0 ? PROFILE_NONE : (uint32_t)par, loc) != i)
+			bad(r, "stack %zu is a duplicate", i);
+	}
+	n = procs ? json_array_size(procs) : 0;
+	for (size_t i = 0; !r->bad && i < n; i++) {
+		json_t *o = json_array_get(procs, i);
+		json_int_t pid = 0, ppid = 0;
+		const char *comm = NULL;
+		json_t *cmdline = NULL;
+
+		if (json_unpack(o, "{s:I, s:I, s:s, s?o}", "pid", &pid, "ppid", &ppid, "comm", &comm,
+				"cmdline", &cmdline) || pid < 0 || pid > INT32_MAX || ppid < 0 ||
+		    ppid > INT32_MAX || (cmdline && !json_is_string(cmdline) && !json_is_null(cmdline)))
+			bad(r, "process %zu is malformed", i);
+		else
+			profile_add_process(p, pid, ppid, comm, json_string_value(cmdline));
+	}
+	n = threads ? json_array_size(threads) : 0;
+	for (size_t i = 0; !r->bad && i < n; i++) {
+		json_t *o = json_array_get(threads, i);
+		json_int_t tid = 0, proc = 0;
+		const char *comm = NULL;
+
+		if (json_unpack(o, "{s:I, s:I, s:s}", "tid", &tid, "process", &proc, "comm", &comm) ||
+		    tid < 0 || tid > INT32_MAX || proc < 0 || (size_t)proc >= p->nr_procs)
+			bad(r, "thread %zu is malformed", i);
+		else
+			profile_add_thread(p, tid, proc, comm);
+	}
+	if (r->bad)
+		return;
+	a = get_array(r, sa, "time_us_delta", 0, false);
+	n = a ? json_array_size(a) : 0;
+	b = get_array(r, sa, "thread", n, true);
+	c = get_array(r, sa, "stack", n, true);
+	if (r->bad)
+		return;
+	if (n && (!p->nr_threads || !p->nr_stacks)) {
+		bad(r, "samples refer to empty thread or stack tables");
+		return;
+	}
+	p->samples = xmalloc(st_mult(n ? n : 1, sizeof(*p->samples)));
+	p->alloc_samples = n ? n : 1;
+	for (size_t i = 0; !r->bad && i < n; i++) {
+		json_int_t dt = get_int_at(r, a, i, -(json_int_t)t_us, INT64_MAX / 2, "sample time");
+		uint32_t th = get_int_at(r, b, i, 0, (json_int_t)p->nr_threads - 1, "sample thread");
+		uint32_t sk = get_int_at(r, c, i, 0, (json_int_t)p->nr_stacks - 1, "sample stack");
+
+		if (dt > (json_int_t)(UINT64_MAX / 1000 - t_us)) {
+			bad(r, "sample time %zu is out of range", i);
+			break;
+		}
+		t_us += dt;
+		profile_add_sample(p, t_us * 1000, th, sk, p->meta.period_ns);
+	}
+}
+
+struct profile *profile_read(const char *path, char *err, size_t errlen)
+{
+	unsigned char *raw = NULL;
+	char *text = NULL;
+	size_t rawlen = 0, textlen = 0;
+	struct profile *p = NULL;
+	json_t *root = NULL, *ver;
+	json_error_t jerr;
+	struct reader r = { err, errlen, 0 };
+	int ret, errsv = 0;
+
+	ret = read_all(path, &raw, &rawlen);
+	if (ret < 0) {
+		set_err(err, errlen, "%s", strerror(-ret));
+		errsv = -ret;
+		goto out;
+	}
+	if (rawlen == 0) {
+		set_err(err, errlen, "the file is empty");
+		errsv = EBADMSG;
+		goto out;
+	}
+	if (rawlen >= 2 && raw[0] == 0x1f && raw[1] == 0x8b) {
+		ret = gunzip(raw, rawlen, &text, &textlen);
+		if (ret == -ENODATA) {
+			set_err(err, errlen, "the file is truncated");
+			errsv = EBADMSG;
+			goto out;
+		} else if (ret < 0) {
+			set_err(err, errlen, "the file is corrupt (bad compressed data)");
+			errsv = EBADMSG;
+			goto out;
+		}
+	} else if (raw[0] == '{') {
+		/* plain JSON is accepted too, for hand-made and debugging profiles */
+		text = (char *)raw;
+		textlen = rawlen;
+		raw = NULL;
+	} else {
+		set_err(err, errlen, "not a proftool profile");
+		errsv = EPROTO;
+		goto out;
+	}
+	root = json_loadb(text, textlen, 0, &jerr);
+	if (!root) {
+		set_err(err, errlen, "the file is corrupt (%s at byte %d)", jerr.text, jerr.position);
+		errsv = EBADMSG;
+		goto out;
+	}
+	if (!json_is_object(root) || !json_is_string(json_object_get(root, "format")) ||
+	    strcmp(json_string_value(json_object_get(root, "format")), PROFILE_FORMAT)) {
+		set_err(err, errlen, "not a proftool profile");
+		errsv = EPROTO;
+		goto out;
+	}
+	ver = json_object_get(root, "version");
+	if (!json_is_integer(ver) || json_integer_value(ver) < 1) {
+		set_err(err, errlen, "the file is corrupt (bad version)");
+		errsv = EBADMSG;
+		goto out;
+	}
+	if (json_integer_value(ver) > PROFILE_VERSION) {
+		set_err(err, errlen, "written by a newer proftool (format version %lld, this one reads up to %d)",
+			(long long)json_integer_value(ver), PROFILE_VERSION);
+		errsv = ENOTSUP;
+		goto out;
+	}
+	p = profile_new();
+	if (!json_is_object(json_object_get(root, "meta"))) {
+		bad(&r, "field 'meta' is missing");
+	} else {
+		read_meta(&p->meta, json_object_get(root, "meta"));
+		read_tables(&r, p, root);
+	}
+	if (r.bad) {
+		char why[256];
+
+		snprintf(why, sizeof(why), "%s", err && errlen ? err : "");
+		set_err(err, errlen, "the file is corrupt (%s)", why);
+		profile_free(p);
+		p = NULL;
+		errsv = EBADMSG;
+	}
+out:
+	json_decref(root);
+	free(text);
+	free(raw);
+	if (!p)
+		errno = errsv;
+	return p;
+}

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+/* The in-memory profile: interning of functions, locations and stacks, and merging. */
+#include "profile.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct profile *profile_new(void)
+{
+	struct profile *p = xcalloc(1, sizeof(*p));
+
+	p->meta.exit_status = -1;
+	return p;
+}
+
+static void meta_release(struct profile_meta *m)
+{
+	free(m->tool_version);
+	free(m->command);
+	free(m->event);
+	free(m->callgraph);
+	free(m->mode);
+	free(m->backend);
+	free(m->host);
+	free(m->kernel);
+}
+
+void profile_free(struct profile *p)
+{
+	if (!p)
+		return;
+	meta_release(&p->meta);
+	for (size_t i = 0; i < p->nr_funcs; i++) {
+		free(p->funcs[i].name);
+		free(p->funcs[i].module);
+		free(p->funcs[i].file);
+	}
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		free(p->procs[i].comm);
+		free(p->procs[i].cmdline);
+	}
+	for (size_t i = 0; i < p->nr_threads; i++)
+		free(p->threads[i].comm);
+	free(p->funcs);
+	free(p->locs);
+	free(p->stacks);
+	free(p->procs);
+	free(p->threads);
+	free(p->samples);
+	idx_release(&p->func_idx);
+	idx_release(&p->loc_idx);
+	idx_release(&p->stack_idx);
+	free(p);
+}
+
+static int str_eq(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+uint32_t profile_add_func(struct profile *p, const char *name, const char *module,
+			  const char *file, uint32_t line)
+{
+	uint64_t h = hash_combine(hash_combine(hash_str(name, 1), hash_str(module, 2)),
+				  hash_combine(hash_str(file, 3), line));
+	size_t pos = 0;
+	uint32_t id;
+	struct profile_func *f;
+
+	while ((id = idx_next(&p->func_idx, h, &pos)) != IDX_NONE) {
+		f = &p->funcs[id];
+		if (f->line == line && str_eq(f->name, name) &&
+		    str_eq(f->module, module) && str_eq(f->file, file))
+			return id;
+	}
+	ALLOC_GROW(p->funcs, p->nr_funcs + 1, p->alloc_funcs);
+	id = p->nr_funcs++;
+	f = &p->funcs[id];
+	f->name = xstrdup(name ? name : "[unknown]");
+	f->module = xstrdup(module ? module : "[unknown]");
+	f->file = xstrdup_or_null(file);
+	f->line = line;
+	idx_insert(&p->func_idx, h, id);
+	return id;
+}
+
+uint32_t profile_add_loc(struct profile *p, uint32_t func, uint32_t line)
+{
+	uint64_t h = hash_combine(hash_u64(func), line);
+	size_t pos = 0;
+	uint32_t id;
+
+	while ((id = idx_next(&p->loc_idx, h, &pos)) != IDX_NONE)
+		if (p->locs[id].func == func && p->locs[id].line == line)
+			return id;
+	ALLOC_GROW(p->locs, p->nr_locs + 1, p->alloc_locs);
+	id = p->nr_locs++;
+	p->locs[id].func = func;
+	p->locs[id].line = line;
+	idx_insert(&p->loc_idx, h, id);
+	return id;
+}
+
+uint32_t profile_add_stack(struct profile *p, uint32_t parent, uint32_t loc)
+{
+	uint64_t h = hash_combine(hash_u64(parent), loc);
+	size_t pos = 0;
+	uint32_t id;
+
+	while ((id = idx_next(&p->stack_idx, h, &pos)) != IDX_NONE)
+		if (p->stacks[id].parent == parent && p->stacks[id].loc == loc)
+			return id;
+	ALLOC_GROW(p->stacks, p->nr_stacks + 1, p->alloc_stacks);
+	id = p->nr_stacks++;
+	p->stacks[id].parent = parent;
+	p->stacks[id].loc = loc;
+	p->stacks[id].depth = parent == PROFILE_NONE ? 1 : p->stacks[parent].depth + 1;
+	idx_insert(&p->stack_idx, h, id);
+	return id;
+}
+
+uint32_t profile_add_process(struct profile *p, int32_t pid, int32_t ppid,
+			     const char *comm, const char *cmdline)
+{
+	struct profile_process *pr;
+
+	ALLOC_GROW(p->procs, p->nr_procs + 1, p->alloc_procs);
+	pr = &p->procs[p->nr_procs];
+	pr->pid = pid;
+	pr->ppid = ppid;
+	pr->comm = xstrdup(comm ? comm : "?");
+	pr->cmdline = xstrdup_or_null(cmdline);
+	return p->nr_procs++;
+}
+
+uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
+			    const char *comm)
+{
+	struct profile_thread *t;
+
+	ALLOC_GROW(p->threads, p->nr_threads + 1, p->alloc_threads);
+	t = &p->threads[p->nr_threads];
+	t->tid = tid;
+	t->process = process;
+	t->comm = xstrdup(comm ? comm : "?");
+	return p->nr_threads++;
+}
+
+void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
+			uint32_t stack, uint64_t weight_ns)
+{
+	struct profile_sample *s;
+
+	ALLOC_GROW(p->samples, p->nr_samples + 1, p->alloc_samples);
+	s = &p->samples[p->nr_samples++];
+	s->time_ns = time_ns;
+	s->thread = thread;
+	s->stack = stack;
+	s->weight_ns = weight_ns;
+}
+
+static int sample_cmp(const void *a, const void *b)
+{
+	const struct profile_sample *x = a, *y = b;
+
+	if (x->time_ns != y->time_ns)
+		return x->time_ns < y->time_ns ? -1 : 1;
+	/* ties broken by thread then stack, which keeps the order deterministic */
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->stack < y->stack ? -1 : x->stack > y->stack;
+}
+
+void profile_sort_samples(struct profile *p)
+{
+	qsort(p->samples, p->nr_samples, sizeof(*p->samples), sample_cmp);
+}
+
+void profile_merge(struct profile *dst, const struct profile *src)
+{
+	uint32_t *fmap = xmalloc(st_mult(src->nr_funcs + 1, sizeof(*fmap)));
+	uint32_t *lmap = xmalloc(st_mult(src->nr_locs + 1, sizeof(*lmap)));
+	uint32_t *smap = xmalloc(st_mult(src->nr_stacks + 1, sizeof(*smap)));
+	uint32_t *pmap = xmalloc(st_mult(src->nr_procs + 1, sizeof(*pmap)));
+	uint32_t *tmap = xmalloc(st_mult(src->nr_threads + 1, sizeof(*tmap)));
+
+	for (size_t i = 0; i < src->nr_funcs; i++) {
+		const struct profile_func *f = &src->funcs[i];
+
+		fmap[i] = profile_add_func(dst, f->name, f->module, f->file, f->line);
+	}
+	for (size_t i = 0; i < src->nr_locs; i++)
+		lmap[i] = profile_add_loc(dst, fmap[src->locs[i].func], src->locs[i].line);
+	for (size_t i = 0; i < src->nr_stacks; i++) {
+		const struct profile_stack *s = &src->stacks[i];
+
+		smap[i] = profile_add_stack(dst, s->parent == PROFILE_NONE ? PROFILE_NONE :
+					    smap[s->parent], lmap[s->loc]);
+	}
+	for (size_t i = 0; i < src->nr_procs; i++) {
+		const struct profile_process *pr = &src->procs[i];
+
+		pmap[i] = profile_add_process(dst, pr->pid, pr->ppid, pr->comm, pr->cmdline);
+	}
+	for (size_t i = 0; i < src->nr_threads; i++) {
+		const struct profile_thread *t = &src->threads[i];
+
+		tmap[i] = profile_add_thread(dst, t->tid, pmap[t->process], t->comm);
+	}
+	for (size_t i = 0; i < src->nr_samples; i++) {
+		const struct profile_sample *s = &src->samples[i];
+
+		profile_add_sample(dst, s->time_ns, tmap[s->thread], smap[s->stack], s->weight_ns);
+	}
+	dst->meta.lost += src->meta.lost;
+	dst->meta.duration_ns += src->meta.duration_ns;
+	dst->meta.cpu_time_ns += src->meta.cpu_time_ns;
+	free(fmap);
+	free(lmap);
+	free(smap);
+	free(pmap);
+	free(tmap);
+}

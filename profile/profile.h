@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+/* The profile: symbolized samples in memory, and the versioned file that stores them. */
+#ifndef PROFTOOL_PROFILE_H
+#define PROFTOOL_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+
+/*
+ * A profile is self-contained: everything report/ needs is in it, nothing
+ * refers back to the profiled binaries. Its tables refer to each other by
+ * index (uint32_t), and every index points backwards or into an earlier
+ * table, so a profile read from disk is checked once and then trusted:
+ *
+ *   functions  name, module, source file and declaration line
+ *   locations  a function and a source line inside it
+ *   stacks     a prefix tree: (parent stack, location), root first;
+ *              parent < own index, PROFILE_NONE at the root
+ *   processes  pid, parent pid, name, command line
+ *   threads    tid, the process it belongs to, name
+ *   samples    time since the start, thread, leaf stack node
+ *
+ * Strings are owned by the profile. Nothing here is thread-safe.
+ */
+
+#define PROFILE_NONE UINT32_MAX
+#define PROFILE_FORMAT "proftool-profile"
+#define PROFILE_VERSION 1
+
+struct profile_func {
+	char *name;   /* demangled; "[unknown]", "module+0xOFF" when no symbol */
+	char *module; /* basename of the ELF file, "[kernel]", "[vdso]"... */
+	char *file;   /* source file, NULL without debug info */
+	uint32_t line; /* declaration line, 0 when unknown */
+};
+
+struct profile_loc {
+	uint32_t func;
+	uint32_t line; /* source line of this location, 0 when unknown */
+};
+
+struct profile_stack {
+	uint32_t parent; /* PROFILE_NONE for an outermost frame */
+	uint32_t loc;
+	uint32_t depth; /* 1 for an outermost frame; derived, not stored */
+};
+
+struct profile_process {
+	int32_t pid, ppid;   /* ppid 0 when unknown */
+	char *comm;
+	char *cmdline;       /* arguments joined by spaces, NULL when unknown */
+};
+
+struct profile_thread {
+	int32_t tid;
+	uint32_t process;    /* index into processes */
+	char *comm;
+};
+
+struct profile_sample {
+	uint64_t time_ns;    /* since meta.start_mono_ns */
+	uint32_t thread;
+	uint32_t stack;      /* leaf node; never PROFILE_NONE */
+	uint64_t weight_ns;  /* time this sample stands for (its file's period) */
+};
+
+struct profile_meta {
+	char *tool_version;
+	char *command;       /* what was profiled, as the user typed it */
+	char *event;         /* "cpu-clock", ... */
+	char *callgraph;     /* "fp", "dwarf", "none" */
+	char *mode;          /* "cpu" or "wall" */
+	char *backend;       /* "perf" or "ptrace" */
+	char *host, *kernel;
+	uint32_t freq;       /* requested samples per second */
+	uint64_t period_ns;  /* time one sample stands for */
+	uint64_t start_real_ns; /* wall-clock start, ns since the epoch */
+	uint64_t duration_ns;
+	uint64_t lost;       /* samples the kernel or sampler dropped */
+	uint64_t cpu_time_ns;/* CPU time of the targets as the event counted it; 0 unknown */
+	int32_t exit_status; /* record's exit status, -1 when none */
+};
+
+struct profile {
+	struct profile_meta meta;
+	struct profile_func *funcs;
+	size_t nr_funcs, alloc_funcs;
+	struct profile_loc *locs;
+	size_t nr_locs, alloc_locs;
+	struct profile_stack *stacks;
+	size_t nr_stacks, alloc_stacks;
+	struct profile_process *procs;
+	size_t nr_procs, alloc_procs;
+	struct profile_thread *threads;
+	size_t nr_threads, alloc_threads;
+	struct profile_sample *samples;
+	size_t nr_samples, alloc_samples;
+	/* interning indexes, built as entries are added */
+	struct idx func_idx, loc_idx, stack_idx;
+};
+
+struct profile *profile_new(void);
+void profile_free(struct profile *p);
+
+/* Interning: return the index of an equal entry, adding one if needed. */
+uint32_t profile_add_func(struct profile *p, const char *name, const char *module,
+			  const char *file, uint32_t line);
+uint32_t profile_add_loc(struct profile *p, uint32_t func, uint32_t line);
+uint32_t profile_add_stack(struct profile *p, uint32_t parent, uint32_t loc);
+/* Not interned: every call adds an entry. Strings are copied. */
+uint32_t profile_add_process(struct profile *p, int32_t pid, int32_t ppid,
+			     const char *comm, const char *cmdline);
+uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
+			    const char *comm);
+void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
+			uint32_t stack, uint64_t weight_ns);
+
+/* Sorts samples by time (stable). */
+void profile_sort_samples(struct profile *p);
+
+/*
+ * Adds everything in SRC to DST: tables are merged by value, processes and
+ * threads appended, sample times kept relative to each file's own start;
+ * lost counts, durations and CPU times add up.
+ */
+void profile_merge(struct profile *dst, const struct profile *src);
+
+/*
+ * Writes P to PATH atomically: a temporary file created with O_EXCL in the
+ * same directory, flushed, fsync'ed and renamed over PATH. On failure
+ * nothing is left behind and an existing PATH is untouched. Returns 0 or a
+ * negative errno; ERR (when non-NULL) receives a description.
+ */
+int profile_write(const struct profile *p, const char *path, char *err, size_t errlen);
+
+/*
+ * Reads a profile written by any supported version. Returns NULL and sets
+ * errno on failure (ENOENT..., EPROTO for a file that is not a profile,
+ * EBADMSG for a corrupt or truncated one, ENOTSUP for a newer version),
+ * with a description in ERR.
+ */
+struct profile *profile_read(const char *path, char *err, size_t errlen);
+
+#endif

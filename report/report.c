@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+/* Report entry point: sample filters, the header, per-thread sections, and the table and folded writers. */
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
+
+static const struct {
+	const char *name;
+	enum report_format fmt;
+} format_names[] = {
+	{ "table", REPORT_TABLE },
+	{ "folded", REPORT_FOLDED },
+};
+
+int report_format_parse(const char *s, enum report_format *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(format_names); i++) {
+		if (!strcmp(s, format_names[i].name)) {
+			*out = format_names[i].fmt;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+static bool thread_matches(const struct profile *p, uint32_t t, const struct report_filter *f)
+{
+	const struct profile_thread *th = &p->threads[t];
+	const struct profile_process *pr = &p->procs[th->process];
+
+	if (f->pid && pr->pid != f->pid)
+		return false;
+	if (f->tid && th->tid != f->tid)
+		return false;
+	if (f->comm && strcmp(th->comm, f->comm) && strcmp(pr->comm, f->comm))
+		return false;
+	return true;
+}
+
+/* Marks the samples to keep; ONLY_THREAD restricts to one thread (PROFILE_NONE: any). */
+static bool *select_samples(const struct profile *p, const struct report_filter *f,
+			    uint32_t only_thread, uint64_t *kept)
+{
+	bool *thread_ok = xcalloc(p->nr_threads + 1, sizeof(*thread_ok));
+	bool *keep = xcalloc(p->nr_samples + 1, sizeof(*keep));
+
+	for (size_t t = 0; t < p->nr_threads; t++)
+		thread_ok[t] = thread_matches(p, t, f) && (only_thread == PROFILE_NONE || only_thread == t);
+	*kept = 0;
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		keep[i] = thread_ok[p->samples[i].thread];
+		*kept += keep[i];
+	}
+	free(thread_ok);
+	return keep;
+}
+
+/* ---- the header ---- */
+
+static void print_header(FILE *out, const struct profile *p, const struct report_opts *o,
+			 const bool *keep, uint64_t kept)
+{
+	const struct profile_meta *m = &p->meta;
+	uint64_t complete = 0;
+	size_t nr_procs = 0, nr_threads = 0;
+	bool *seen_p = xcalloc(p->nr_procs + 1, 1), *seen_t = xcalloc(p->nr_threads + 1, 1);
+	int8_t *node_ok = xcalloc(p->nr_stacks + 1, 1); /* 0 unknown, 1 complete, -1 not */
+	double secs = m->duration_ns / 1e9;
+	double cpu = m->cpu_time_ns / 1e9;
+
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		const struct profile_sample *s = &p->samples[i];
+
+		if (!keep[i])
+			continue;
+		if (!node_ok[s->stack])
+			node_ok[s->stack] = report_stack_complete(p, s->stack) ? 1 : -1;
+		complete += node_ok[s->stack] > 0;
+		if (!seen_t[s->thread]) {
+			seen_t[s->thread] = 1;
+			nr_threads++;
+		}
+		if (!seen_p[p->threads[s->thread].process]) {
+			seen_p[p->threads[s->thread].process] = 1;
+			nr_procs++;
+		}
+	}
+	if (o->nr_inputs == 1)
+		fprintf(out, "Profile %s", o->inputs[0]);
+	else
+		fprintf(out, "Profile of %zu merged files", o->nr_inputs);
+	if (m->command)
+		fprintf(out, ": %s", m->command);
+	fputc('\n', out);
+	if (m->start_real_ns && o->nr_inputs == 1) {
+		time_t t = m->start_real_ns / 1000000000ull;
+		struct tm tm;
+		char when[64];
+
+		gmtime_r(&t, &tm);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+		fprintf(out, "Recorded %s on %s (%s), event %s, call graph %s\n", when,
+			m->host ? m->host : "?", m->kernel ? m->kernel : "?",
+			m->event ? m->event : "?", m->callgraph ? m->callgraph : "?");
+	}
+	fprintf(out, "%" PRIu64 " samples over %.3f s from %zu process%s and %zu thread%s\n",
+		kept, secs, nr_procs, nr_procs == 1 ? "" : "es", nr_threads, nr_threads == 1 ? "" : "s");
+	if (kept != p->nr_samples)
+		fprintf(out, "(filtered: %" PRIu64 " of %zu samples shown)\n", kept, p->nr_samples);
+	fprintf(out, "Lost samples: %" PRIu64, m->lost);
+	if (p->nr_samples + m->lost)
+		fprintf(out, " (%.1f%%)", 100.0 * m->lost / (p->nr_samples + m->lost));
+	if (m->freq && cpu > 0)
+		fprintf(out, "; sampling rate %.1f Hz achieved of %u Hz requested (per CPU-second)",
+			p->nr_samples / cpu, m->freq);
+	else if (m->freq)
+		fprintf(out, "; sampling rate %u Hz requested", m->freq);
+	fputc('\n', out);
+	fprintf(out, "Stacks unwound to their root: %" PRIu64 " of %" PRIu64 " (%.1f%%)\n",
+		complete, kept, kept ? 100.0 * complete / kept : 0.0);
+	free(seen_p);
+	free(seen_t);
+	free(node_ok);
+}
+
+/* ---- table ---- */
+
+static void func_label(const struct profile_func *f, char *buf, size_t n)
+{
+	if (f->file)
+		snprintf(buf, n, "%s:%" PRIu32 "(%s)", f->file, f->line, f->name);
+	else if (f->name[0] == '[' || !strncmp(f->name, f->module, strlen(f->module)))
+		snprintf(buf, n, "%s", f->name);  /* [unknown], module+0xOFF */
+	else
+		snprintf(buf, n, "%s(%s)", f->module, f->name);
+}
+
+static void write_table(FILE *out, const struct profile *p, const struct report_opts *o,
+			const bool *keep)
+{
+	size_t nr;
+	uint64_t total, total_ns;
+	struct report_func_stat *st = report_func_stats(p, keep, &nr, &total, &total_ns);
+	size_t rows = o->limit && o->limit < nr ? o->limit : nr;
+	char label[4096], ns[48];
+
+	report_sort_stats(p, st, nr, o->sort);
+	fprintf(out, "\n%15s %9s %6s %9s %6s  %s\n", "nsamples", "tottime", "tot%", "cumtime", "cum%",
+		"filename:lineno(function)");
+	for (size_t i = 0; i < rows; i++) {
+		const struct report_func_stat *s = &st[i];
+
+		func_label(&p->funcs[s->func], label, sizeof(label));
+		snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, s->self, s->cum);
+		fprintf(out, "%15s %9.3f %5.1f%% %9.3f %5.1f%%  %s\n", ns, s->self_ns / 1e9,
+			total ? 100.0 * s->self / total : 0.0, s->cum_ns / 1e9,
+			total ? 100.0 * s->cum / total : 0.0, label);
+	}
+	if (rows < nr)
+		fprintf(out, "... %zu more function%s (--limit 0 shows all)\n", nr - rows,
+			nr - rows == 1 ? "" : "s");
+	free(st);
+}
+
+/* ---- folded ---- */
+
+/* Writes a frame name with the separators of the folded format made harmless. */
+static void put_frame(FILE *out, const char *name)
+{
+	for (const char *c = name; *c; c++)
+		fputc(*c == ';' ? ':' : (*c == '\n' || *c == '\r') ? ' ' : *c, out);
+}
+
+static void put_stack(FILE *out, const struct profile *p, uint32_t s, uint32_t *scratch)
+{
+	size_t n = 0;
+
+	for (uint32_t a = s; a != PROFILE_NONE; a = p->stacks[a].parent)
+		scratch[n++] = a;
+	while (n--) {
+		put_frame(out, p->funcs[p->locs[p->stacks[scratch[n]].loc].func].name);
+		if (n)
+			fputc(';', out);
+	}
+}
+
+struct folded_line {
+	uint32_t stack;
+	uint64_t count;
+};
+
+static void write_folded(FILE *out, const struct profile *p, const char *prefix, const bool *keep)
+{
+	uint64_t *count = xcalloc(p->nr_stacks + 1, sizeof(*count));
+	uint32_t *scratch;
+	uint32_t maxdepth = 1;
+
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (keep[i])
+			count[p->samples[i].stack]++;
+	for (size_t s = 0; s < p->nr_stacks; s++)
+		if (p->stacks[s].depth > maxdepth)
+			maxdepth = p->stacks[s].depth;
+	scratch = xmalloc(st_mult(maxdepth + 1, sizeof(*scratch)));
+	for (size_t s = 0; s < p->nr_stacks; s++) {
+		if (!count[s])
+			continue;
+		if (prefix) {
+			put_frame(out, prefix);
+			fputc(';', out);
+		}
+		put_stack(out, p, s, scratch);
+		fprintf(out, " %" PRIu64 "\n", count[s]);
+	}
+	free(scratch);
+	free(count);
+}
+
+/* ---- entry point ---- */
+
+static void write_section(FILE *out, const struct profile *p, const struct report_opts *o,
+			  const bool *keep, uint64_t kept, const char *prefix)
+{
+	if (o->format == REPORT_FOLDED) {
+		write_folded(out, p, prefix, keep);
+		return;
+	}
+	print_header(out, p, o, keep, kept);
+	write_table(out, p, o, keep);
+}
+
+int report_write(FILE *out, const struct profile *p, const struct report_opts *o)
+{
+	uint64_t kept;
+	bool *keep = select_samples(p, &o->filter, PROFILE_NONE, &kept);
+	int ret = 0;
+
+	if (!kept) {
+		free(keep);
+		return -ENODATA;
+	}
+	if (!o->per_thread) {
+		write_section(out, p, o, keep, kept, NULL);
+	} else {
+		bool *has = xcalloc(p->nr_threads + 1, 1);
+
+		for (size_t i = 0; i < p->nr_samples; i++)
+			if (keep[i])
+				has[p->samples[i].thread] = true;
+		for (size_t t = 0; t < p->nr_threads; t++) {
+			const struct profile_thread *th = &p->threads[t];
+			char title[256];
+			uint64_t n;
+			bool *k;
+
+			if (!has[t])
+				continue;
+			k = select_samples(p, &o->filter, t, &n);
+			snprintf(title, sizeof(title), "%s (pid %d, tid %d)", th->comm,
+				 (int)p->procs[th->process].pid, (int)th->tid);
+			if (o->format == REPORT_TABLE)
+				fprintf(out, "%s=== %s ===\n", t ? "\n" : "", title);
+			write_section(out, p, o, k, n, title);
+			free(k);
+		}
+		free(has);
+	}
+	free(keep);
+	if (ferror(out))
+		ret = -EIO;
+	return ret;
+}

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+/* Turning a profile into what people read: cProfile-style tables and folded stacks. */
+#ifndef PROFTOOL_REPORT_H
+#define PROFTOOL_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "profile/profile.h"
+
+enum report_format {
+	REPORT_TABLE,
+	REPORT_FOLDED,
+};
+
+enum report_sort {
+	REPORT_SORT_CUMTIME,
+	REPORT_SORT_TOTTIME,
+	REPORT_SORT_NSAMPLES,
+	REPORT_SORT_NAME,
+	REPORT_SORT_FILENAME,
+	REPORT_SORT_NFL,
+};
+
+/* Which samples to keep; a zero/NULL field keeps everything. */
+struct report_filter {
+	int32_t pid;
+	int32_t tid;
+	const char *comm;       /* thread or process name */
+};
+
+struct report_opts {
+	enum report_format format;
+	enum report_sort sort;
+	size_t limit;           /* table rows; 0 = all */
+	bool per_thread;        /* one section per thread */
+	struct report_filter filter;
+	const char *const *inputs; /* file names, for the header */
+	size_t nr_inputs;
+};
+
+/* Parse user spellings, aliases included; 0 or -EINVAL. */
+int report_sort_parse(const char *s, enum report_sort *out);
+int report_format_parse(const char *s, enum report_format *out);
+
+/*
+ * Writes the report of P to OUT. Returns 0, -ENODATA when no sample
+ * passes the filter, or a negative errno from writing.
+ */
+int report_write(FILE *out, const struct profile *p, const struct report_opts *o);
+
+/* ---- the aggregation underneath, shared by the formats ---- */
+
+struct report_func_stat {
+	uint32_t func;
+	uint64_t self, cum;             /* samples */
+	uint64_t self_ns, cum_ns;       /* sum of sample weights */
+};
+
+/*
+ * Per-function self and cumulative totals over the samples KEEP accepts
+ * (all when KEEP is NULL). A function appearing several times in one stack
+ * counts once toward its cumulative total. Returns an array of every
+ * function with at least one sample (*NR entries), owned by the caller;
+ * TOTAL receives the kept samples and their weight.
+ */
+struct report_func_stat *report_func_stats(const struct profile *p, const bool *keep_sample,
+					   size_t *nr, uint64_t *total, uint64_t *total_ns);
+
+void report_sort_stats(const struct profile *p, struct report_func_stat *st, size_t nr,
+		       enum report_sort key);
+
+/* Whether the outermost frame of STACK is where a thread starts (_start, clone, ...). */
+bool report_stack_complete(const struct profile *p, uint32_t stack);
+
+#endif

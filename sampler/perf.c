@@ -1,0 +1,718 @@
+// SPDX-License-Identifier: MIT
+/* The perf_event_open backend: one inherited event and ring buffer per CPU, drained in time order. */
+#include "sampler.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "internal.h"
+
+/* x86-64 user registers, every index of asm/perf_regs.h except DS, ES, FS, GS */
+#define SAMPLE_REGS_USER 0xff0fffull
+
+#define SAMPLE_TYPE (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | \
+		     PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
+
+struct cpu_buf {
+	int fd;
+	int cpu;
+	void *base;             /* header page + data area */
+	size_t data_size;       /* bytes, a power of two */
+	bool hup;               /* the events' tasks are all gone */
+};
+
+struct pending {
+	uint64_t time;
+	uint64_t seq;           /* ties keep ring-buffer order */
+	size_t off;             /* into arena */
+	uint32_t len;
+};
+
+struct sampler {
+	struct sampler_opts opts;
+	struct perf_event_attr attr;
+	struct cpu_buf *cpus;
+	unsigned nr_cpus;
+	size_t page_size;
+	unsigned max_stack;
+
+	/* records copied out of the ring buffers, waiting for their turn */
+	unsigned char *arena;
+	size_t arena_len, arena_alloc;
+	struct pending *pend;
+	size_t nr_pend, alloc_pend;
+	uint64_t seq;
+	uint64_t prev_pass_start;       /* CLOCK_MONOTONIC */
+
+	uint64_t *chain;                /* scratch for one callchain */
+	size_t alloc_chain;
+
+	uint64_t nr_samples, nr_lost;
+};
+
+long sampler_read_long(const char *path, long def)
+{
+	FILE *f = fopen(path, "re");
+	long v;
+
+	if (!f)
+		return def;
+	if (fscanf(f, "%ld", &v) != 1)
+		v = def;
+	fclose(f);
+	return v;
+}
+
+static const char *const event_names[] = {
+	[SAMPLER_EVENT_CPU_CLOCK] = "cpu-clock",
+	[SAMPLER_EVENT_TASK_CLOCK] = "task-clock",
+	[SAMPLER_EVENT_CYCLES] = "cycles",
+	[SAMPLER_EVENT_INSTRUCTIONS] = "instructions",
+};
+
+int sampler_event_parse(const char *name, enum sampler_event *ev)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(event_names); i++) {
+		if (!strcmp(name, event_names[i])) {
+			*ev = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+const char *sampler_event_name(enum sampler_event ev)
+{
+	return (size_t)ev < ARRAY_SIZE(event_names) ? event_names[ev] : "?";
+}
+
+/* Parses /sys/devices/system/cpu/online ("0-3,5"); returns the number of CPUs found. */
+static unsigned online_cpus(int **out)
+{
+	FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+	int *cpus = NULL;
+	size_t nr = 0, alloc = 0;
+	int a, b;
+	char sep;
+
+	if (f) {
+		while (fscanf(f, "%d", &a) == 1) {
+			b = a;
+			if (fscanf(f, "%c", &sep) == 1 && sep == '-') {
+				if (fscanf(f, "%d", &b) != 1)
+					break;
+				if (fscanf(f, "%c", &sep) != 1)
+					sep = '\n';
+			}
+			for (int c = a; c <= b && c - a < 65536; c++) {
+				ALLOC_GROW(cpus, nr + 1, alloc);
+				cpus[nr++] = c;
+			}
+			if (sep != ',')
+				break;
+		}
+		fclose(f);
+	}
+	if (!nr) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+		for (long c = 0; c < (n > 0 ? n : 1); c++) {
+			ALLOC_GROW(cpus, nr + 1, alloc);
+			cpus[nr++] = c;
+		}
+	}
+	*out = cpus;
+	return nr;
+}
+
+static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static void setup_attr(struct sampler *s)
+{
+	struct perf_event_attr *a = &s->attr;
+	const struct sampler_opts *o = &s->opts;
+
+	memset(a, 0, sizeof(*a));
+	a->size = sizeof(*a);
+	switch (o->event) {
+	case SAMPLER_EVENT_CPU_CLOCK:
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_CPU_CLOCK;
+		break;
+	case SAMPLER_EVENT_TASK_CLOCK:
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_TASK_CLOCK;
+		break;
+	case SAMPLER_EVENT_CYCLES:
+		a->type = PERF_TYPE_HARDWARE;
+		a->config = PERF_COUNT_HW_CPU_CYCLES;
+		break;
+	case SAMPLER_EVENT_INSTRUCTIONS:
+		a->type = PERF_TYPE_HARDWARE;
+		a->config = PERF_COUNT_HW_INSTRUCTIONS;
+		break;
+	}
+	a->freq = 1;
+	a->sample_freq = o->freq;
+	a->sample_type = SAMPLE_TYPE;
+	if (o->callgraph != SAMPLER_CG_NONE) {
+		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
+		a->sample_max_stack = s->max_stack;
+	}
+	if (o->callgraph == SAMPLER_CG_DWARF) {
+		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+		a->sample_regs_user = SAMPLE_REGS_USER;
+		a->sample_stack_user = o->stack_size;
+		/* the kernel's frames come from its own unwinder; ours need only the user part */
+	}
+	a->disabled = 1;
+	a->enable_on_exec = o->enable_on_exec;
+	a->inherit = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->exclude_hv = 1;
+	a->exclude_guest = 1;
+	a->watermark = 1;
+}
+
+static void describe_open_error(int e, const struct sampler_opts *o, char *err, size_t errlen)
+{
+	long paranoid = sampler_read_long("/proc/sys/kernel/perf_event_paranoid", -100);
+
+	if ((e == ENOENT || e == EOPNOTSUPP || e == ENODEV) &&
+	    (o->event == SAMPLER_EVENT_CYCLES || o->event == SAMPLER_EVENT_INSTRUCTIONS))
+		sampler_set_err(err, errlen,
+				"hardware counters are not available on this machine; use -e cpu-clock");
+	else if (e == EACCES || e == EPERM)
+		sampler_set_err(err, errlen,
+				"perf_event_open was denied (kernel.perf_event_paranoid is %ld); "
+				"run as root, grant CAP_PERFMON, lower perf_event_paranoid to 2, "
+				"or use --backend ptrace", paranoid);
+	else if (e == ENOSYS)
+		sampler_set_err(err, errlen,
+				"perf_event_open is not available (blocked by a seccomp filter or not built into the kernel); "
+				"use --backend ptrace");
+	else if (e == ESRCH)
+		sampler_set_err(err, errlen, "the process to profile has already gone");
+	else if (e == EMFILE)
+		sampler_set_err(err, errlen, "too many open files for one event per CPU; raise 'ulimit -n'");
+	else
+		sampler_set_err(err, errlen, "perf_event_open failed: %s", strerror(e));
+}
+
+static int open_events(struct sampler *s, const int *cpus, char *err, size_t errlen)
+{
+	for (unsigned i = 0; i < s->nr_cpus; i++) {
+		int fd = perf_open(&s->attr, s->opts.pid, cpus[i]);
+
+		if (fd < 0 && (errno == EACCES || errno == EPERM) && !s->attr.exclude_kernel) {
+			/* kernel samples need perf_event_paranoid <= 1 or CAP_PERFMON: user only then */
+			s->attr.exclude_kernel = 1;
+			s->attr.exclude_callchain_kernel = 1;
+			fd = perf_open(&s->attr, s->opts.pid, cpus[i]);
+		}
+		if (fd < 0) {
+			int e = errno;
+
+			describe_open_error(e, &s->opts, err, errlen);
+			return -e;
+		}
+		s->cpus[i].fd = fd;
+		s->cpus[i].cpu = cpus[i];
+	}
+	return 0;
+}
+
+/*
+ * Ring buffers are charged to perf_event_mlock_kb (per CPU, per user) and
+ * then RLIMIT_MEMLOCK; past both, mmap fails with EPERM. Start large and
+ * halve until the budget fits.
+ */
+static int map_buffers(struct sampler *s, char *err, size_t errlen)
+{
+	size_t pages = s->opts.callgraph == SAMPLER_CG_DWARF ? 1024 : 128;
+	const size_t min_pages = s->opts.callgraph == SAMPLER_CG_DWARF ? 16 : 8;
+
+	for (;;) {
+		size_t data = pages * s->page_size;
+		unsigned i;
+		int e = 0;
+
+		for (i = 0; i < s->nr_cpus; i++) {
+			void *p = mmap(NULL, data + s->page_size, PROT_READ | PROT_WRITE,
+				       MAP_SHARED, s->cpus[i].fd, 0);
+
+			if (p == MAP_FAILED) {
+				e = errno;
+				break;
+			}
+			s->cpus[i].base = p;
+			s->cpus[i].data_size = data;
+		}
+		if (i == s->nr_cpus)
+			return 0;
+		while (i--) {
+			munmap(s->cpus[i].base, s->cpus[i].data_size + s->page_size);
+			s->cpus[i].base = NULL;
+		}
+		if (e != EPERM || pages <= min_pages) {
+			sampler_set_err(err, errlen,
+					"cannot map a %zu KiB ring buffer per CPU: %s; raise "
+					"kernel.perf_event_mlock_kb or 'ulimit -l'", data / 1024, strerror(e));
+			return -e;
+		}
+		pages /= 2;
+	}
+}
+
+struct sampler *sampler_open(const struct sampler_opts *opts, char *err, size_t errlen)
+{
+	struct sampler *s = xcalloc(1, sizeof(*s));
+	int *cpus = NULL;
+	int ret;
+
+	s->opts = *opts;
+	s->page_size = sysconf(_SC_PAGESIZE);
+	s->max_stack = sampler_read_long("/proc/sys/kernel/perf_event_max_stack", 127);
+	if (s->max_stack < 1 || s->max_stack > 65535)
+		s->max_stack = 127;
+	s->nr_cpus = online_cpus(&cpus);
+	s->cpus = xcalloc(s->nr_cpus, sizeof(*s->cpus));
+	for (unsigned i = 0; i < s->nr_cpus; i++)
+		s->cpus[i].fd = -1;
+	setup_attr(s);
+	ret = open_events(s, cpus, err, errlen);
+	if (!ret)
+		ret = map_buffers(s, err, errlen);
+	free(cpus);
+	if (ret < 0) {
+		sampler_close(s);
+		errno = -ret;
+		return NULL;
+	}
+	s->prev_pass_start = time_mono_ns();
+	return s;
+}
+
+static int ioctl_all(struct sampler *s, unsigned long req)
+{
+	for (unsigned i = 0; i < s->nr_cpus; i++)
+		if (ioctl(s->cpus[i].fd, req, 0) < 0)
+			return -errno;
+	return 0;
+}
+
+int sampler_enable(struct sampler *s)
+{
+	return ioctl_all(s, PERF_EVENT_IOC_ENABLE);
+}
+
+int sampler_disable(struct sampler *s)
+{
+	return ioctl_all(s, PERF_EVENT_IOC_DISABLE);
+}
+
+/* The time of a record: in the sample body, or in the sample_id trailer of the others. */
+static uint64_t record_time(const struct perf_event_header *h)
+{
+	const unsigned char *p = (const unsigned char *)h;
+	uint64_t t;
+
+	if (h->type == PERF_RECORD_SAMPLE) {
+		/* ip, pid/tid, time */
+		if (h->size < sizeof(*h) + 24)
+			return 0;
+		memcpy(&t, p + sizeof(*h) + 16, 8);
+		return t;
+	}
+	/* trailer: pid/tid, time, cpu/res */
+	if (h->size < sizeof(*h) + 24)
+		return 0;
+	memcpy(&t, p + h->size - 16, 8);
+	return t;
+}
+
+static void drain_one(struct sampler *s, struct cpu_buf *b)
+{
+	struct perf_event_mmap_page *mp = b->base;
+	unsigned char *data = (unsigned char *)b->base + s->page_size;
+	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
+	uint64_t tail = mp->data_tail;
+	size_t mask = b->data_size - 1;
+
+	while (tail < head) {
+		struct perf_event_header h;
+		size_t off = tail & mask, first;
+		struct pending *pe;
+
+		/* the header itself is 8-byte aligned and never wraps */
+		memcpy(&h, data + off, sizeof(h));
+		if (h.size < sizeof(h) || tail + h.size > head)
+			break;
+		ALLOC_GROW(s->arena, s->arena_len + h.size, s->arena_alloc);
+		first = b->data_size - off < h.size ? b->data_size - off : h.size;
+		memcpy(s->arena + s->arena_len, data + off, first);
+		memcpy(s->arena + s->arena_len + first, data, h.size - first);
+		ALLOC_GROW(s->pend, s->nr_pend + 1, s->alloc_pend);
+		pe = &s->pend[s->nr_pend++];
+		pe->off = s->arena_len;
+		pe->len = h.size;
+		pe->seq = s->seq++;
+		pe->time = record_time((struct perf_event_header *)(s->arena + s->arena_len));
+		s->arena_len += h.size;
+		tail += h.size;
+	}
+	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+static int pending_cmp(const void *a, const void *b)
+{
+	const struct pending *x = a, *y = b;
+
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Reads a u64 at *p within [p, end); returns false past the end. */
+static bool take_u64(const unsigned char **p, const unsigned char *end, uint64_t *v)
+{
+	if (end - *p < 8)
+		return false;
+	memcpy(v, *p, 8);
+	*p += 8;
+	return true;
+}
+
+static bool parse_sample(struct sampler *s, const unsigned char *p, const unsigned char *end,
+			 uint16_t misc, struct sampler_rec *r)
+{
+	uint64_t v, nr = 0, ip;
+	uint32_t nr_kernel = 0, nr_out = 0;
+	int ctx = 0; /* 1 kernel, 2 user */
+
+	r->type = SAMPLER_REC_SAMPLE;
+	if (!take_u64(&p, end, &ip) || !take_u64(&p, end, &v))
+		return false;
+	r->pid = (int32_t)(v & 0xffffffff);
+	r->tid = (int32_t)(v >> 32);
+	if (!take_u64(&p, end, &r->time) || !take_u64(&p, end, &v))
+		return false;
+	r->cpu = (uint32_t)v;
+	if (!take_u64(&p, end, &r->sample.period))
+		return false;
+	r->sample.ip = ip;
+	r->sample.user = (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER;
+	r->sample.chain_full = false;
+	if (s->attr.sample_type & PERF_SAMPLE_CALLCHAIN) {
+		uint32_t nr_ips = 0;
+
+		if (!take_u64(&p, end, &nr) || nr > (uint64_t)(end - p) / 8)
+			return false;
+		ALLOC_GROW(s->chain, nr + 1, s->alloc_chain);
+		/* kernel frames first, then user frames, each leaf first */
+		for (uint64_t i = 0; i < nr; i++) {
+			take_u64(&p, end, &v);
+			if (v >= (uint64_t)PERF_CONTEXT_MAX) {
+				ctx = v == (uint64_t)PERF_CONTEXT_KERNEL ? 1 :
+				      v == (uint64_t)PERF_CONTEXT_USER ? 2 : 3;
+				continue;
+			}
+			nr_ips++;
+			if (ctx == 1) {
+				s->chain[nr_out++] = v;
+				nr_kernel++;
+			} else if (ctx == 2) {
+				s->chain[nr_out++] = v;
+			}
+		}
+		r->sample.chain_full = nr_ips >= s->max_stack;
+	} else {
+		ALLOC_GROW(s->chain, 1, s->alloc_chain);
+		s->chain[0] = ip;
+		nr_out = 1;
+		nr_kernel = r->sample.user ? 0 : 1;
+	}
+	r->sample.chain = s->chain;
+	r->sample.nr_chain = nr_out;
+	r->sample.nr_kernel = nr_kernel;
+	r->sample.regs = NULL;
+	r->sample.regs_mask = 0;
+	r->sample.stack = NULL;
+	r->sample.stack_size = 0;
+	if (s->attr.sample_type & PERF_SAMPLE_REGS_USER) {
+		uint64_t abi;
+
+		if (!take_u64(&p, end, &abi))
+			return false;
+		if (abi) {
+			unsigned n = __builtin_popcountll(s->attr.sample_regs_user);
+
+			if ((uint64_t)(end - p) < n * 8ull)
+				return false;
+			r->sample.regs = (const uint64_t *)p;
+			r->sample.regs_mask = s->attr.sample_regs_user;
+			p += n * 8;
+		}
+	}
+	if (s->attr.sample_type & PERF_SAMPLE_STACK_USER) {
+		uint64_t size, dyn;
+
+		if (!take_u64(&p, end, &size))
+			return false;
+		if (size) {
+			const unsigned char *data = p;
+
+			if ((uint64_t)(end - p) < size)
+				return false;
+			p += size;
+			if (!take_u64(&p, end, &dyn))
+				return false;
+			r->sample.stack = data;
+			r->sample.stack_size = dyn < size ? dyn : size;
+		}
+	}
+	return true;
+}
+
+/* Non-sample records carry pid, tid, time, cpu in a trailer (sample_id_all). */
+static void parse_trailer(const struct perf_event_header *h, struct sampler_rec *r)
+{
+	const unsigned char *t = (const unsigned char *)h + h->size - 24;
+	uint64_t v;
+
+	memcpy(&v, t, 8);
+	r->pid = (int32_t)(v & 0xffffffff);
+	r->tid = (int32_t)(v >> 32);
+	memcpy(&r->time, t + 8, 8);
+	memcpy(&v, t + 16, 8);
+	r->cpu = (uint32_t)v;
+}
+
+/* Copies a NUL-terminated string bounded by END into a scratch buffer. */
+static const char *bounded_str(const unsigned char *p, const unsigned char *end, char *buf, size_t n)
+{
+	size_t len = 0;
+
+	while (p + len < end && p[len] && len + 1 < n)
+		len++;
+	memcpy(buf, p, len);
+	buf[len] = '\0';
+	return buf;
+}
+
+static int deliver(struct sampler *s, const struct perf_event_header *h, sampler_cb cb, void *arg)
+{
+	const unsigned char *p = (const unsigned char *)(h + 1);
+	const unsigned char *end = (const unsigned char *)h + h->size;
+	const unsigned char *tend = end - 24; /* start of the sample_id trailer */
+	struct sampler_rec r;
+	char name[4096];
+	uint32_t u32[4];
+	uint64_t u64[4];
+
+	memset(&r, 0, sizeof(r));
+	if (h->type != PERF_RECORD_SAMPLE) {
+		if (h->size < sizeof(*h) + 24)
+			return 0;
+		parse_trailer(h, &r);
+	}
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		if (!parse_sample(s, p, end, h->misc, &r))
+			return 0;
+		s->nr_samples++;
+		break;
+	case PERF_RECORD_MMAP2:
+		/* pid, tid, addr, len, pgoff, maj, min, ino, ino_generation, prot, flags, filename */
+		if (tend - p < 8 + 24 + 8 + 16 + 8)
+			return 0;
+		r.type = SAMPLER_REC_MMAP;
+		memcpy(u64, p + 8, 24);
+		r.mmap.start = u64[0];
+		r.mmap.len = u64[1];
+		r.mmap.pgoff = u64[2];
+		memcpy(u32, p + 32, 8);
+		r.mmap.maj = u32[0];
+		r.mmap.min = u32[1];
+		memcpy(&r.mmap.ino, p + 40, 8);
+		memcpy(u32, p + 56, 8);
+		r.mmap.prot = u32[0];
+		r.mmap.filename = bounded_str(p + 64, tend, name, sizeof(name));
+		if (h->misc & PERF_RECORD_MISC_MMAP_BUILD_ID)
+			r.mmap.maj = r.mmap.min = 0, r.mmap.ino = 0;
+		break;
+	case PERF_RECORD_MMAP:
+		/* pid, tid, addr, len, pgoff, filename: only from old kernels */
+		if (tend - p < 8 + 24)
+			return 0;
+		r.type = SAMPLER_REC_MMAP;
+		memcpy(u64, p + 8, 24);
+		r.mmap.start = u64[0];
+		r.mmap.len = u64[1];
+		r.mmap.pgoff = u64[2];
+		r.mmap.prot = 4; /* PROT_EXEC: without mmap_data only exec maps are reported */
+		r.mmap.filename = bounded_str(p + 32, tend, name, sizeof(name));
+		break;
+	case PERF_RECORD_COMM:
+		if (tend - p < 8)
+			return 0;
+		r.type = SAMPLER_REC_COMM;
+		r.comm.comm = bounded_str(p + 8, tend, name, sizeof(name));
+		r.comm.exec = h->misc & PERF_RECORD_MISC_COMM_EXEC;
+		break;
+	case PERF_RECORD_FORK:
+	case PERF_RECORD_EXIT:
+		if (tend - p < 16)
+			return 0;
+		r.type = h->type == PERF_RECORD_FORK ? SAMPLER_REC_FORK : SAMPLER_REC_EXIT;
+		memcpy(u32, p, 16);
+		r.pid = u32[0];
+		r.fork.ppid = u32[1];
+		r.tid = u32[2];
+		r.fork.ptid = u32[3];
+		break;
+	case PERF_RECORD_LOST:
+		if (tend - p < 16)
+			return 0;
+		r.type = SAMPLER_REC_LOST;
+		memcpy(&r.lost.count, p + 8, 8);
+		s->nr_lost += r.lost.count;
+		break;
+	case PERF_RECORD_LOST_SAMPLES:
+		if (tend - p < 8)
+			return 0;
+		r.type = SAMPLER_REC_LOST;
+		memcpy(&r.lost.count, p, 8);
+		s->nr_lost += r.lost.count;
+		break;
+	default:
+		return 0;
+	}
+	return cb(&r, arg);
+}
+
+/*
+ * Delivers pending records older than LIMIT in time order and keeps the
+ * rest. A record is safe once every buffer has been read after it was
+ * written: records carry their time when written, and each pass reads all
+ * buffers, so whatever is older than the previous pass's start is in hand.
+ */
+static int deliver_until(struct sampler *s, uint64_t limit, sampler_cb cb, void *arg)
+{
+	size_t i, keep = 0, keep_len = 0;
+	int ret = 0;
+
+	qsort(s->pend, s->nr_pend, sizeof(*s->pend), pending_cmp);
+	for (i = 0; i < s->nr_pend && s->pend[i].time < limit; i++) {
+		ret = deliver(s, (struct perf_event_header *)(s->arena + s->pend[i].off), cb, arg);
+		if (ret) {
+			i++;
+			break;
+		}
+	}
+	/* compact what is left to the front of the arena */
+	if (i < s->nr_pend) {
+		unsigned char *a = xmalloc(s->arena_alloc);
+
+		for (size_t j = i; j < s->nr_pend; j++) {
+			memcpy(a + keep_len, s->arena + s->pend[j].off, s->pend[j].len);
+			s->pend[keep] = s->pend[j];
+			s->pend[keep].off = keep_len;
+			keep_len += s->pend[j].len;
+			keep++;
+		}
+		free(s->arena);
+		s->arena = a;
+	}
+	s->nr_pend = keep;
+	s->arena_len = keep_len;
+	return ret;
+}
+
+int sampler_read(struct sampler *s, int timeout_ms, const sigset_t *sigmask,
+		 sampler_cb cb, void *arg)
+{
+	struct pollfd *pfd = xcalloc(s->nr_cpus, sizeof(*pfd));
+	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
+	uint64_t start;
+	int ret = 0;
+
+	for (unsigned i = 0; i < s->nr_cpus; i++) {
+		/* a negative fd is ignored: a hung-up event would otherwise wake us forever */
+		pfd[i].fd = s->cpus[i].hup ? -1 : s->cpus[i].fd;
+		pfd[i].events = POLLIN;
+	}
+	if (ppoll(pfd, s->nr_cpus, &ts, sigmask) < 0 && errno != EINTR)
+		ret = -errno;
+	for (unsigned i = 0; i < s->nr_cpus; i++)
+		if (pfd[i].revents & (POLLHUP | POLLERR))
+			s->cpus[i].hup = true;
+	free(pfd);
+	if (ret)
+		return ret;
+	start = time_mono_ns();
+	for (unsigned i = 0; i < s->nr_cpus; i++)
+		drain_one(s, &s->cpus[i]);
+	ret = deliver_until(s, s->prev_pass_start, cb, arg);
+	s->prev_pass_start = start;
+	return ret;
+}
+
+int sampler_flush(struct sampler *s, sampler_cb cb, void *arg)
+{
+	for (unsigned i = 0; i < s->nr_cpus; i++)
+		drain_one(s, &s->cpus[i]);
+	return deliver_until(s, UINT64_MAX, cb, arg);
+}
+
+void sampler_get_stats(struct sampler *s, struct sampler_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->samples = s->nr_samples;
+	st->lost = s->nr_lost;
+	st->nr_cpus = s->nr_cpus;
+	st->buffer_bytes = s->nr_cpus ? s->cpus[0].data_size : 0;
+	for (unsigned i = 0; i < s->nr_cpus; i++) {
+		uint64_t v;
+
+		/* an inherited event's value includes its children, live and exited */
+		if (s->cpus[i].fd >= 0 && read(s->cpus[i].fd, &v, sizeof(v)) == sizeof(v))
+			st->count += v;
+	}
+}
+
+void sampler_close(struct sampler *s)
+{
+	if (!s)
+		return;
+	for (unsigned i = 0; i < s->nr_cpus; i++) {
+		if (s->cpus[i].base)
+			munmap(s->cpus[i].base, s->cpus[i].data_size + s->page_size);
+		if (s->cpus[i].fd >= 0)
+			close(s->cpus[i].fd);
+	}
+	free(s->cpus);
+	free(s->arena);
+	free(s->pend);
+	free(s->chain);
+	free(s);
+}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+/* Sampling: perf_event_open per CPU, ring buffers, time-ordered records, spawning the target. */
+#ifndef PROFTOOL_SAMPLER_H
+#define PROFTOOL_SAMPLER_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+enum sampler_callgraph {
+	SAMPLER_CG_NONE,  /* the sampled instruction only */
+	SAMPLER_CG_FP,    /* the kernel walks frame pointers */
+	SAMPLER_CG_DWARF, /* registers and a copy of the user stack, unwound later */
+};
+
+enum sampler_event {
+	SAMPLER_EVENT_CPU_CLOCK,
+	SAMPLER_EVENT_TASK_CLOCK,
+	SAMPLER_EVENT_CYCLES,
+	SAMPLER_EVENT_INSTRUCTIONS,
+};
+
+struct sampler_opts {
+	pid_t pid;              /* task to follow, with everything it creates afterwards */
+	unsigned freq;          /* samples per second of CPU time */
+	enum sampler_event event;
+	enum sampler_callgraph callgraph;
+	unsigned stack_size;    /* bytes of user stack per sample (DWARF); multiple of 8 */
+	bool enable_on_exec;    /* start counting at the target's next exec (spawning) */
+};
+
+/* Parses "cpu-clock"...; returns 0 or -EINVAL. */
+int sampler_event_parse(const char *name, enum sampler_event *ev);
+const char *sampler_event_name(enum sampler_event ev);
+
+enum sampler_rec_type {
+	SAMPLER_REC_SAMPLE,
+	SAMPLER_REC_MMAP,  /* an executable mapping */
+	SAMPLER_REC_COMM,  /* a thread's name changed, or it exec'd */
+	SAMPLER_REC_FORK,  /* a thread or process was created */
+	SAMPLER_REC_EXIT,
+	SAMPLER_REC_LOST,  /* samples dropped by the kernel */
+};
+
+/*
+ * One record, valid only during the callback: pointers refer to the
+ * sampler's buffers. Records reach the callback in timestamp order.
+ */
+struct sampler_rec {
+	enum sampler_rec_type type;
+	uint64_t time;          /* CLOCK_MONOTONIC, ns */
+	int32_t pid, tid;
+	uint32_t cpu;
+	union {
+		struct {
+			uint64_t ip;
+			bool user;              /* ip is a user-space address */
+			const uint64_t *chain;  /* leaf first, context markers removed */
+			uint32_t nr_chain;      /* user frames are chain[nr_kernel..] */
+			uint32_t nr_kernel;     /* leading kernel frames in chain */
+			bool chain_full;        /* the kernel's depth limit was hit */
+			uint64_t period;
+			const uint64_t *regs;   /* user registers, perf_regs order; NULL if none */
+			uint64_t regs_mask;
+			const uint8_t *stack;   /* copy of the user stack from SP */
+			uint64_t stack_size;    /* bytes valid in stack */
+		} sample;
+		struct {
+			uint64_t start, len, pgoff;
+			uint32_t maj, min;
+			uint64_t ino;
+			uint32_t prot;
+			const char *filename;
+		} mmap;
+		struct {
+			const char *comm;
+			bool exec;
+		} comm;
+		struct {
+			int32_t ppid, ptid;     /* parent; pid == ppid for a new thread */
+		} fork;                         /* also used by SAMPLER_REC_EXIT */
+		struct {
+			uint64_t count;
+		} lost;
+	};
+};
+
+typedef int (*sampler_cb)(const struct sampler_rec *rec, void *arg);
+
+struct sampler;
+
+/*
+ * Opens disabled (or enable_on_exec) events on every online CPU for
+ * opts->pid, with ring buffers sized to the locked-memory budget. Returns
+ * NULL with errno set and a one-line reason (naming the fix where there is
+ * one) in ERR.
+ */
+struct sampler *sampler_open(const struct sampler_opts *opts, char *err, size_t errlen);
+int sampler_enable(struct sampler *s);
+int sampler_disable(struct sampler *s);
+
+/*
+ * Waits up to TIMEOUT_MS (with SIGMASK in force, as ppoll does, so a signal
+ * ends the wait), drains every ring buffer and hands the records that can no
+ * longer be preceded by an unread one to CB. A non-zero return from CB stops
+ * the drain and is returned. Returns 0, or a negative errno.
+ */
+int sampler_read(struct sampler *s, int timeout_ms, const sigset_t *sigmask,
+		 sampler_cb cb, void *arg);
+/* Drains everything left, after the events are disabled, and delivers it all. */
+int sampler_flush(struct sampler *s, sampler_cb cb, void *arg);
+
+struct sampler_stats {
+	uint64_t samples;       /* sample records read */
+	uint64_t lost;          /* samples the kernel reported lost */
+	uint64_t count;         /* event count (ns for the clock events) */
+	unsigned nr_cpus;
+	size_t buffer_bytes;    /* per CPU data area */
+};
+/* Fills STATS; count is read from the events and so is current. */
+void sampler_get_stats(struct sampler *s, struct sampler_stats *stats);
+
+void sampler_close(struct sampler *s);
+
+/*
+ * Spawning. sampler_spawn() forks a child that waits before exec'ing
+ * ARGV (a PATH search, like execvp); the caller opens events on its pid,
+ * then sampler_spawn_start() lets it exec. start returns 0 once the exec
+ * succeeded, or the exec's negative errno (the child has then exited 127).
+ */
+struct sampler_child {
+	pid_t pid;
+	int go_fd;      /* write end: one byte releases the child */
+	int err_fd;     /* read end: the exec's errno, or EOF on success */
+};
+int sampler_spawn(struct sampler_child *c, char *const argv[]);
+int sampler_spawn_start(struct sampler_child *c);
+/* Kills and reaps a child that was never started. */
+void sampler_spawn_abort(struct sampler_child *c);
+
+#endif

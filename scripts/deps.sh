@@ -1,0 +1,32 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# Installs the Debian packages proftool needs to build and test, when missing.
+# Usage: scripts/deps.sh [build|check|bench]
+set -eu
+
+want="gcc make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev"
+case "${1:-build}" in
+check) want="$want bats procps" ;;
+bench) want="$want bats procps linux-perf" ;;
+esac
+
+missing=
+for pkg in $want; do
+	status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
+	case "$status" in
+	*" installed") ;;
+	*) missing="$missing $pkg" ;;
+	esac
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+	echo "proftool: missing packages:$missing; install them with:" >&2
+	echo "  sudo apt-get update && sudo apt-get install -y$missing" >&2
+	exit 1
+fi
+echo "proftool: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >&2
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >&2

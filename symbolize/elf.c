@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/* Symbolizing addresses of one ELF file with libdwfl: symbols, inline frames, file:line. */
+#include "internal.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+struct sym_elf {
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	GElf_Phdr *loads;       /* PT_LOAD headers, in file order */
+	size_t nr_loads, alloc_loads;
+	char **owned;           /* demangled names handed out, freed at close */
+	size_t nr_owned, alloc_owned;
+};
+
+/* Default search path: next to the file, its .debug directory, /usr/lib/debug (build-id too). */
+static char *debuginfo_path;
+
+static const Dwfl_Callbacks offline_callbacks = {
+	.find_elf = dwfl_build_id_find_elf,
+	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.section_address = dwfl_offline_section_address,
+	.debuginfo_path = &debuginfo_path,
+};
+
+struct sym_elf *sym_elf_open(const char *path, int fd)
+{
+	struct sym_elf *e;
+	const char *slash = strrchr(path, '/');
+	GElf_Addr bias;
+	Elf *elf;
+	size_t phnum;
+
+	if (fd < 0)
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	e = xcalloc(1, sizeof(*e));
+	e->dwfl = dwfl_begin(&offline_callbacks);
+	if (!e->dwfl) {
+		close(fd);
+		free(e);
+		return NULL;
+	}
+	dwfl_report_begin(e->dwfl);
+	/*
+	 * base 0 with add_p_vaddr: the module sits at its link-time addresses
+	 * (bias 0), so one Dwfl serves every process that maps the file.
+	 * libdwfl owns FD from here on.
+	 */
+	e->mod = dwfl_report_elf(e->dwfl, slash ? slash + 1 : path, path, fd, 0, true);
+	dwfl_report_end(e->dwfl, NULL, NULL);
+	if (!e->mod) {
+		close(fd);
+		goto fail;
+	}
+	elf = dwfl_module_getelf(e->mod, &bias);
+	if (!elf || elf_getphdrnum(elf, &phnum) < 0)
+		goto fail;
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD) {
+			ALLOC_GROW(e->loads, e->nr_loads + 1, e->alloc_loads);
+			e->loads[e->nr_loads++] = ph;
+		}
+	}
+	return e;
+fail:
+	sym_elf_close(e);
+	return NULL;
+}
+
+void sym_elf_close(struct sym_elf *e)
+{
+	if (!e)
+		return;
+	for (size_t i = 0; i < e->nr_owned; i++)
+		free(e->owned[i]);
+	free(e->owned);
+	free(e->loads);
+	dwfl_end(e->dwfl);
+	free(e);
+}
+
+bool sym_elf_offset_to_vaddr(struct sym_elf *e, uint64_t off, uint64_t *vaddr)
+{
+	for (size_t i = 0; i < e->nr_loads; i++) {
+		const GElf_Phdr *ph = &e->loads[i];
+
+		if (off >= ph->p_offset && off < ph->p_offset + ph->p_memsz) {
+			*vaddr = off - ph->p_offset + ph->p_vaddr;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* __cxa_demangle lives in libstdc++; declared here to keep this a C file. */
+extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+char *sym_demangle(const char *name)
+{
+	int status = -1;
+	char *d;
+
+	if (!name || name[0] != '_' || name[1] != 'Z')
+		return NULL;
+	d = __cxa_demangle(name, NULL, NULL, &status);
+	if (status != 0) {
+		free(d);
+		return NULL;
+	}
+	return d;
+}
+
+static const char *keep(struct sym_elf *e, const char *name)
+{
+	char *d = sym_demangle(name);
+
+	if (!d)
+		return name;
+	ALLOC_GROW(e->owned, e->nr_owned + 1, e->alloc_owned);
+	e->owned[e->nr_owned++] = d;
+	return d;
+}
+
+static const char *die_name(struct sym_elf *e, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *n = NULL;
+
+	if (dwarf_attr_integrate(die, DW_AT_linkage_name, &attr) ||
+	    dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr))
+		n = dwarf_formstring(&attr);
+	if (n)
+		return keep(e, n);
+	return dwarf_diename(die);
+}
+
+static void decl_of(Dwarf_Die *die, struct sym_frame *f)
+{
+	int line = 0;
+
+	f->file = dwarf_decl_file(die);
+	if (dwarf_decl_line(die, &line) == 0 && line > 0)
+		f->decl_line = line;
+}
+
+int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out)
+{
+	GElf_Off symoff;
+	GElf_Sym sym;
+	const char *symname = dwfl_module_addrinfo(e->mod, vaddr, &symoff, &sym, NULL, NULL, NULL);
+	Dwfl_Line *dl = dwfl_module_getsrc(e->mod, vaddr);
+	const char *srcfile = NULL;
+	int srcline = 0;
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(e->mod, vaddr, &bias);
+	Dwarf_Die *scopes = NULL;
+	Dwarf_Die *fn[SYM_MAX_INLINE];
+	int nscopes = 0, nfn = 0;
+
+	if (dl)
+		srcfile = dwfl_lineinfo(dl, NULL, &srcline, NULL, NULL, NULL);
+	if (cu)
+		nscopes = dwarf_getscopes(cu, vaddr - bias, &scopes);
+	/* innermost first: inlined subroutines, then the subprogram that holds them */
+	for (int i = 0; i < nscopes && nfn < SYM_MAX_INLINE; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag == DW_TAG_inlined_subroutine) {
+			fn[nfn++] = &scopes[i];
+		} else if (tag == DW_TAG_subprogram) {
+			fn[nfn++] = &scopes[i];
+			break;
+		}
+	}
+	if (!nfn) {
+		free(scopes);
+		if (!symname)
+			return 0;
+		memset(out, 0, sizeof(*out));
+		out[0].func = keep(e, symname);
+		out[0].line = srcline > 0 ? srcline : 0;
+		return 1;
+	}
+	/* out[] is outermost first: out[k] is fn[nfn - 1 - k] */
+	for (int k = 0; k < nfn; k++) {
+		Dwarf_Die *die = fn[nfn - 1 - k];
+		struct sym_frame *f = &out[k];
+
+		memset(f, 0, sizeof(*f));
+		if (k == 0 && symname)
+			f->func = keep(e, symname);
+		else
+			f->func = die_name(e, die);
+		if (!f->func)
+			f->func = symname ? keep(e, symname) : NULL;
+		decl_of(die, f);
+		if (k == nfn - 1) {
+			f->line = srcline > 0 ? srcline : 0;
+		} else {
+			/* where the next inner function was inlined */
+			Dwarf_Die *inner = fn[nfn - 2 - k];
+			Dwarf_Attribute attr;
+			Dwarf_Word w;
+
+			if (dwarf_attr(inner, DW_AT_call_line, &attr) && dwarf_formudata(&attr, &w) == 0)
+				f->line = w;
+		}
+		if (!f->file && k == nfn - 1)
+			f->file = srcfile;
+	}
+	free(scopes);
+	if (!out[0].func)
+		out[0].func = "[unknown]";
+	return nfn;
+}

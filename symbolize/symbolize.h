@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+/* From sampler records to a symbolized profile: processes, address spaces, stacks, libdwfl. */
+#ifndef PROFTOOL_SYMBOLIZE_H
+#define PROFTOOL_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "profile/profile.h"
+#include "sampler/sampler.h"
+
+/*
+ * A session follows the records of one recording in time order: which
+ * processes and threads exist and what their names are, which files each
+ * address space maps, and every sample's stack as (module, file offset)
+ * pairs. Samples are kept in compact interned form; nothing is symbolized
+ * until sym_session_finish(), which resolves each distinct address once.
+ *
+ * Mapped files are opened when first mapped, so that a binary deleted or
+ * replaced during the run is still symbolized from what actually ran.
+ * Not thread-safe.
+ */
+struct sym_session;
+
+struct sym_opts {
+	uint64_t start_ns;      /* CLOCK_MONOTONIC origin of sample times */
+	uint64_t weight_ns;     /* time one sample stands for */
+};
+
+struct sym_session *sym_session_new(const struct sym_opts *opts);
+void sym_session_free(struct sym_session *ss);
+
+/* Feeds one record (in time order). Returns 0; records it cannot use are ignored. */
+int sym_session_add(struct sym_session *ss, const struct sampler_rec *rec);
+
+/*
+ * Declares a task that existed before recording began (attach): its
+ * process, name and the executable mappings listed in /proc/PID/maps.
+ * Returns 0 or a negative errno when /proc/PID cannot be read.
+ */
+int sym_session_add_existing(struct sym_session *ss, int32_t pid, int32_t tid);
+
+struct sym_counts {
+	uint64_t samples;
+	size_t processes, threads;
+};
+void sym_session_counts(const struct sym_session *ss, struct sym_counts *c);
+
+/*
+ * Resolves every distinct address (function, inline frames, file:line)
+ * and returns the finished profile, with samples sorted by time; its meta
+ * is for the caller to fill. PROGRESS, when not NULL, is called now and
+ * then with the addresses done and their total. The session is left
+ * empty and must still be freed. The caller owns the profile.
+ */
+struct profile *sym_session_finish(struct sym_session *ss,
+				   void (*progress)(size_t done, size_t total, void *arg),
+				   void *arg);
+
+#endif
