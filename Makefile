@@ -18,11 +18,11 @@ CMD_OBJS  := $(CMD_SRCS:%.c=$(O)/%.o)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
 
-# Workloads are built the way most programs users profile are, plus frame pointers
-# for the -g fp tests; the suite builds the -fomit-frame-pointer variants it needs.
+# Workloads keep frame pointers everywhere, leaf functions included (as Fedora
+# builds do), so that -g fp sees whole stacks; gcc drops them in leaves otherwise.
 WL_SRCS   := $(wildcard tests/workloads/*.c)
 WL_BINS   := $(WL_SRCS:tests/workloads/%.c=$(O)/workloads/%)
-WL_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -pthread -Wall -Wextra -Werror
+WL_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread -Wall -Wextra -Werror
 
 BATS      ?= bats
 export LC_ALL := C

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/atomic.h"
 #include "base/base.h"
 #include "cmd.h"
 #include "profile/profile.h"
@@ -44,14 +45,9 @@ enum {
 };
 
 static const struct option record_options[] = {
-	{ "output", required_argument, NULL, 'o' },
-	{ "freq", required_argument, NULL, 'F' },
-	{ "call-graph", required_argument, NULL, 'g' },
-	{ "event", required_argument, NULL, 'e' },
 	{ "backend", required_argument, NULL, OPT_BACKEND },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "duration", required_argument, NULL, OPT_DURATION },
-	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -325,6 +321,7 @@ static int do_record(const struct record_opts *o)
 		.enable_on_exec = true,
 	};
 	struct recording r = { .o = o, .status = -1, .child = { -1, -1, -1 } };
+	struct atomic_file af;
 	struct sigaction sa;
 	sigset_t block, waitmask;
 	struct sampler_stats st;
@@ -353,6 +350,14 @@ static int do_record(const struct record_opts *o)
 	sigdelset(&waitmask, SIGTERM);
 	sigdelset(&waitmask, SIGHUP);
 	sigdelset(&waitmask, SIGCHLD);
+
+	/* find out now, not after a long run, that the profile cannot be written */
+	ret = atomic_open(&af, o->output, 0644);
+	if (ret < 0) {
+		error("cannot create '%s': %s", o->output, strerror(-ret));
+		return EXIT_FAIL;
+	}
+	atomic_abort(&af);
 
 	ret = sampler_spawn(&r.child, o->argv);
 	if (ret < 0) {
@@ -400,13 +405,15 @@ static int do_record(const struct record_opts *o)
 	}
 	if (!o->quiet) {
 		double cpu = p->meta.cpu_time_ns / 1e9;
+		size_t nr_procs, nr_threads;
 
+		profile_count_sampled(p, &nr_procs, &nr_threads);
 		if (!p->nr_samples)
 			error("warning: no samples were recorded (the command used %.3f s of CPU); "
 			      "raise -F or profile a longer run", cpu);
-		fprintf(stderr, "proftool: wrote %s: %zu samples, %" PRIu64 " lost, %zu process%s, %zu thread%s, %.2f s",
-			o->output, p->nr_samples, p->meta.lost, p->nr_procs,
-			p->nr_procs == 1 ? "" : "es", p->nr_threads, p->nr_threads == 1 ? "" : "s",
+		fprintf(stderr, "proftool: wrote %s: %zu sample%s, %" PRIu64 " lost, %zu process%s, %zu thread%s, %.2f s",
+			o->output, p->nr_samples, p->nr_samples == 1 ? "" : "s", p->meta.lost, nr_procs,
+			nr_procs == 1 ? "" : "es", nr_threads, nr_threads == 1 ? "" : "s",
 			p->meta.duration_ns / 1e9);
 		if (cpu > 0)
 			fprintf(stderr, "; %.0f Hz achieved of %lu Hz requested", p->nr_samples / cpu, o->freq);

@@ -40,7 +40,6 @@ enum {
 };
 
 static const struct option report_options[] = {
-	{ "input", required_argument, NULL, 'i' },
 	{ "sort", required_argument, NULL, OPT_SORT },
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "limit", required_argument, NULL, OPT_LIMIT },
@@ -48,7 +47,6 @@ static const struct option report_options[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "tid", required_argument, NULL, OPT_TID },
 	{ "comm", required_argument, NULL, OPT_COMM },
-	{ "output", required_argument, NULL, 'o' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };

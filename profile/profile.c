@@ -176,6 +176,27 @@ void profile_sort_samples(struct profile *p)
 	qsort(p->samples, p->nr_samples, sizeof(*p->samples), sample_cmp);
 }
 
+void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threads)
+{
+	bool *seen_p = xcalloc(p->nr_procs + 1, 1), *seen_t = xcalloc(p->nr_threads + 1, 1);
+
+	*procs = *threads = 0;
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		uint32_t t = p->samples[i].thread;
+
+		if (!seen_t[t]) {
+			seen_t[t] = true;
+			(*threads)++;
+		}
+		if (!seen_p[p->threads[t].process]) {
+			seen_p[p->threads[t].process] = true;
+			(*procs)++;
+		}
+	}
+	free(seen_p);
+	free(seen_t);
+}
+
 void profile_merge(struct profile *dst, const struct profile *src)
 {
 	uint32_t *fmap = xmalloc(st_mult(src->nr_funcs + 1, sizeof(*fmap)));
@@ -214,7 +235,13 @@ void profile_merge(struct profile *dst, const struct profile *src)
 	}
 	dst->meta.lost += src->meta.lost;
 	dst->meta.duration_ns += src->meta.duration_ns;
-	dst->meta.cpu_time_ns += src->meta.cpu_time_ns;
+	/* a rate is only meaningful while every file has one frequency and a CPU time */
+	if (dst->meta.freq != src->meta.freq)
+		dst->meta.freq = 0;
+	if (!dst->meta.cpu_time_ns || !src->meta.cpu_time_ns)
+		dst->meta.cpu_time_ns = 0;
+	else
+		dst->meta.cpu_time_ns += src->meta.cpu_time_ns;
 	free(fmap);
 	free(lmap);
 	free(smap);

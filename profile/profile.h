@@ -61,7 +61,7 @@ struct profile_thread {
 };
 
 struct profile_sample {
-	uint64_t time_ns;    /* since meta.start_mono_ns */
+	uint64_t time_ns;    /* since the recording started */
 	uint32_t thread;
 	uint32_t stack;      /* leaf node; never PROFILE_NONE */
 	uint64_t weight_ns;  /* time this sample stands for (its file's period) */
@@ -121,10 +121,14 @@ void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
 /* Sorts samples by time (stable). */
 void profile_sort_samples(struct profile *p);
 
+/* Counts the processes and threads that have at least one sample. */
+void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threads);
+
 /*
  * Adds everything in SRC to DST: tables are merged by value, processes and
  * threads appended, sample times kept relative to each file's own start;
- * lost counts, durations and CPU times add up.
+ * lost counts, durations and CPU times add up. A frequency that differs
+ * between the two becomes 0 (mixed), a CPU time unknown in either 0.
  */
 void profile_merge(struct profile *dst, const struct profile *src);
 

@@ -109,8 +109,8 @@ static void print_header(FILE *out, const struct profile *p, const struct report
 			m->host ? m->host : "?", m->kernel ? m->kernel : "?",
 			m->event ? m->event : "?", m->callgraph ? m->callgraph : "?");
 	}
-	fprintf(out, "%" PRIu64 " samples over %.3f s from %zu process%s and %zu thread%s\n",
-		kept, secs, nr_procs, nr_procs == 1 ? "" : "es", nr_threads, nr_threads == 1 ? "" : "s");
+	fprintf(out, "%" PRIu64 " sample%s over %.3f s from %zu process%s and %zu thread%s\n",
+		kept, kept == 1 ? "" : "s", secs, nr_procs, nr_procs == 1 ? "" : "es", nr_threads, nr_threads == 1 ? "" : "s");
 	if (kept != p->nr_samples)
 		fprintf(out, "(filtered: %" PRIu64 " of %zu samples shown)\n", kept, p->nr_samples);
 	fprintf(out, "Lost samples: %" PRIu64, m->lost);
@@ -121,6 +121,8 @@ static void print_header(FILE *out, const struct profile *p, const struct report
 			p->nr_samples / cpu, m->freq);
 	else if (m->freq)
 		fprintf(out, "; sampling rate %u Hz requested", m->freq);
+	else
+		fprintf(out, "; sampling rates differ between the merged files");
 	fputc('\n', out);
 	fprintf(out, "Stacks unwound to their root: %" PRIu64 " of %" PRIu64 " (%.1f%%)\n",
 		complete, kept, kept ? 100.0 * complete / kept : 0.0);
@@ -191,13 +193,24 @@ static void put_stack(FILE *out, const struct profile *p, uint32_t s, uint32_t *
 }
 
 struct folded_line {
-	uint32_t stack;
+	char *text;     /* frames joined by ';' */
 	uint64_t count;
 };
 
+static int folded_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
+}
+
+/*
+ * Stacks that differ only in line numbers have the same frame names and
+ * become one line; lines are sorted so the output is stable.
+ */
 static void write_folded(FILE *out, const struct profile *p, const char *prefix, const bool *keep)
 {
 	uint64_t *count = xcalloc(p->nr_stacks + 1, sizeof(*count));
+	struct folded_line *lines = NULL;
+	size_t nr = 0, alloc = 0;
 	uint32_t *scratch;
 	uint32_t maxdepth = 1;
 
@@ -209,15 +222,35 @@ static void write_folded(FILE *out, const struct profile *p, const char *prefix,
 			maxdepth = p->stacks[s].depth;
 	scratch = xmalloc(st_mult(maxdepth + 1, sizeof(*scratch)));
 	for (size_t s = 0; s < p->nr_stacks; s++) {
+		size_t len;
+		FILE *m;
+
 		if (!count[s])
 			continue;
+		ALLOC_GROW(lines, nr + 1, alloc);
+		m = open_memstream(&lines[nr].text, &len);
+		if (!m)
+			xmalloc(SIZE_MAX); /* reports out of memory */
 		if (prefix) {
-			put_frame(out, prefix);
-			fputc(';', out);
+			put_frame(m, prefix);
+			fputc(';', m);
 		}
-		put_stack(out, p, s, scratch);
-		fprintf(out, " %" PRIu64 "\n", count[s]);
+		put_stack(m, p, s, scratch);
+		fclose(m);
+		lines[nr++].count = count[s];
 	}
+	qsort(lines, nr, sizeof(*lines), folded_cmp);
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t c = lines[i].count;
+
+		while (i + 1 < nr && !strcmp(lines[i].text, lines[i + 1].text)) {
+			free(lines[i].text);
+			c += lines[++i].count;
+		}
+		fprintf(out, "%s %" PRIu64 "\n", lines[i].text, c);
+		free(lines[i].text);
+	}
+	free(lines);
 	free(scratch);
 	free(count);
 }
@@ -225,14 +258,12 @@ static void write_folded(FILE *out, const struct profile *p, const char *prefix,
 /* ---- entry point ---- */
 
 static void write_section(FILE *out, const struct profile *p, const struct report_opts *o,
-			  const bool *keep, uint64_t kept, const char *prefix)
+			  const bool *keep, const char *prefix)
 {
-	if (o->format == REPORT_FOLDED) {
+	if (o->format == REPORT_FOLDED)
 		write_folded(out, p, prefix, keep);
-		return;
-	}
-	print_header(out, p, o, keep, kept);
-	write_table(out, p, o, keep);
+	else
+		write_table(out, p, o, keep);
 }
 
 int report_write(FILE *out, const struct profile *p, const struct report_opts *o)
@@ -245,8 +276,10 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 		free(keep);
 		return -ENODATA;
 	}
+	if (o->format == REPORT_TABLE)
+		print_header(out, p, o, keep, kept);
 	if (!o->per_thread) {
-		write_section(out, p, o, keep, kept, NULL);
+		write_section(out, p, o, keep, NULL);
 	} else {
 		bool *has = xcalloc(p->nr_threads + 1, 1);
 
@@ -265,8 +298,9 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 			snprintf(title, sizeof(title), "%s (pid %d, tid %d)", th->comm,
 				 (int)p->procs[th->process].pid, (int)th->tid);
 			if (o->format == REPORT_TABLE)
-				fprintf(out, "%s=== %s ===\n", t ? "\n" : "", title);
-			write_section(out, p, o, k, n, title);
+				fprintf(out, "\n=== %s === %" PRIu64 " samples (%.1f%%)\n", title, n,
+					100.0 * n / kept);
+			write_section(out, p, o, k, title);
 			free(k);
 		}
 		free(has);

@@ -204,12 +204,12 @@ static void describe_open_error(int e, const struct sampler_opts *o, char *err, 
 	else if (e == EACCES || e == EPERM)
 		sampler_set_err(err, errlen,
 				"perf_event_open was denied (kernel.perf_event_paranoid is %ld); "
-				"run as root, grant CAP_PERFMON, lower perf_event_paranoid to 2, "
-				"or use --backend ptrace", paranoid);
+				"run as root, grant CAP_PERFMON, or lower it with "
+				"'sysctl kernel.perf_event_paranoid=2'", paranoid);
 	else if (e == ENOSYS)
 		sampler_set_err(err, errlen,
 				"perf_event_open is not available (blocked by a seccomp filter or not built into the kernel); "
-				"use --backend ptrace");
+				"allow the perf_event_open syscall in the container's seccomp profile");
 	else if (e == ESRCH)
 		sampler_set_err(err, errlen, "the process to profile has already gone");
 	else if (e == EMFILE)
@@ -546,6 +546,9 @@ static int deliver(struct sampler *s, const struct perf_event_header *h, sampler
 		if (tend - p < 8 + 24 + 8 + 16 + 8)
 			return 0;
 		r.type = SAMPLER_REC_MMAP;
+		memcpy(u32, p, 8);
+		r.pid = u32[0];
+		r.tid = u32[1];
 		memcpy(u64, p + 8, 24);
 		r.mmap.start = u64[0];
 		r.mmap.len = u64[1];
@@ -576,6 +579,10 @@ static int deliver(struct sampler *s, const struct perf_event_header *h, sampler
 		if (tend - p < 8)
 			return 0;
 		r.type = SAMPLER_REC_COMM;
+		/* the task renamed, which is not always the one writing (pthread_setname_np) */
+		memcpy(u32, p, 8);
+		r.pid = u32[0];
+		r.tid = u32[1];
 		r.comm.comm = bounded_str(p + 8, tend, name, sizeof(name));
 		r.comm.exec = h->misc & PERF_RECORD_MISC_COMM_EXEC;
 		break;

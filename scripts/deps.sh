@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: MIT
 # Installs the Debian packages proftool needs to build and test, when missing.
 # Usage: scripts/deps.sh [build|check|bench]
+# (g++ brings the libstdc++ development files that __cxa_demangle links against.)
 set -eu
 
-want="gcc make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev"
+want="gcc g++ make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev"
 case "${1:-build}" in
 check) want="$want bats procps" ;;
 bench) want="$want bats procps linux-perf" ;;

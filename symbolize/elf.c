@@ -126,8 +126,25 @@ char *sym_demangle(const char *name)
 
 static const char *keep(struct sym_elf *e, const char *name)
 {
-	char *d = sym_demangle(name);
+	const char *at = strchr(name, '@');
+	char *d;
 
+	/* "memcpy@@GLIBC_2.14": the symbol version is noise in a profile */
+	if (at && at != name) {
+		char *bare = strndup(name, at - name);
+		char *dm = bare ? sym_demangle(bare) : NULL;
+
+		if (!bare)
+			return name;
+		if (dm) {
+			free(bare);
+			bare = dm;
+		}
+		ALLOC_GROW(e->owned, e->nr_owned + 1, e->alloc_owned);
+		e->owned[e->nr_owned++] = bare;
+		return bare;
+	}
+	d = sym_demangle(name);
 	if (!d)
 		return name;
 	ALLOC_GROW(e->owned, e->nr_owned + 1, e->alloc_owned);
@@ -145,7 +162,10 @@ static const char *die_name(struct sym_elf *e, Dwarf_Die *die)
 		n = dwarf_formstring(&attr);
 	if (n)
 		return keep(e, n);
-	return dwarf_diename(die);
+	/* an inlined instance names its function only through DW_AT_abstract_origin */
+	if (dwarf_attr_integrate(die, DW_AT_name, &attr))
+		return dwarf_formstring(&attr);
+	return NULL;
 }
 
 static void decl_of(Dwarf_Die *die, struct sym_frame *f)
@@ -167,27 +187,45 @@ int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out)
 	int srcline = 0;
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(e->mod, vaddr, &bias);
-	Dwarf_Die *scopes = NULL;
+	Dwarf_Die *scopes = NULL, *chain = NULL;
 	Dwarf_Die *fn[SYM_MAX_INLINE];
-	int nscopes = 0, nfn = 0;
+	int nscopes = 0, nchain = 0, nfn = 0;
 
 	if (dl)
 		srcfile = dwfl_lineinfo(dl, NULL, &srcline, NULL, NULL, NULL);
 	if (cu)
 		nscopes = dwarf_getscopes(cu, vaddr - bias, &scopes);
-	/* innermost first: inlined subroutines, then the subprogram that holds them */
-	for (int i = 0; i < nscopes && nfn < SYM_MAX_INLINE; i++) {
+	/*
+	 * dwarf_getscopes stops at an inlined instance and goes on with its
+	 * abstract origin's scopes; the functions it was inlined into come from
+	 * the instance's own DIE chain (what eu-addr2line -i does).
+	 */
+	for (int i = 0; i < nscopes; i++) {
 		int tag = dwarf_tag(&scopes[i]);
 
+		if (tag == DW_TAG_subprogram) {
+			fn[nfn++] = &scopes[i];
+			break;
+		}
 		if (tag == DW_TAG_inlined_subroutine) {
-			fn[nfn++] = &scopes[i];
+			nchain = dwarf_getscopes_die(&scopes[i], &chain);
+			break;
+		}
+	}
+	/* innermost first: inlined subroutines, then the subprogram that holds them */
+	for (int i = 0; i < nchain && nfn < SYM_MAX_INLINE; i++) {
+		int tag = dwarf_tag(&chain[i]);
+
+		if (tag == DW_TAG_inlined_subroutine) {
+			fn[nfn++] = &chain[i];
 		} else if (tag == DW_TAG_subprogram) {
-			fn[nfn++] = &scopes[i];
+			fn[nfn++] = &chain[i];
 			break;
 		}
 	}
 	if (!nfn) {
 		free(scopes);
+		free(chain);
 		if (!symname)
 			return 0;
 		memset(out, 0, sizeof(*out));
@@ -223,6 +261,7 @@ int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out)
 			f->file = srcfile;
 	}
 	free(scopes);
+	free(chain);
 	if (!out[0].func)
 		out[0].func = "[unknown]";
 	return nfn;

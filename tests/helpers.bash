@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: MIT
+# Shared set-up for the bats suites: paths, workloads, and share arithmetic on folded output.
+
+bats_require_minimum_version 1.5.0
+
+: "${PROFTOOL:?run the suites through 'make check' (PROFTOOL is unset)}"
+: "${WORKLOADS:?run the suites through 'make check' (WORKLOADS is unset)}"
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+}
+
+# Records COMMAND quietly into FILE: record_to FILE [record options] -- COMMAND...
+record_to() {
+	local out=$1
+	shift
+	"$PROFTOOL" record -q -o "$out" "$@"
+}
+
+# Self share (percent, one decimal) of function NAME in a folded report on stdin.
+self_share() {
+	awk -v f="$1" '{
+		n = $NF; total += n
+		sub(/ [0-9]+$/, "")
+		k = split($0, fr, ";")
+		if (fr[k] == f) hit += n
+	} END { printf "%.1f\n", total ? 100 * hit / total : 0 }'
+}
+
+# Cumulative share of NAME: samples whose stack holds it anywhere (once per stack).
+cum_share() {
+	awk -v f="$1" '{
+		n = $NF; total += n
+		sub(/ [0-9]+$/, "")
+		k = split($0, fr, ";")
+		for (i = 1; i <= k; i++) if (fr[i] == f) { hit += n; break }
+	} END { printf "%.1f\n", total ? 100 * hit / total : 0 }'
+}
+
+# Share of samples under NAME that also have ANCESTOR above it.
+ancestor_share() {
+	awk -v f="$1" -v a="$2" '{
+		n = $NF
+		sub(/ [0-9]+$/, "")
+		k = split($0, fr, ";")
+		if (fr[k] != f) next
+		total += n
+		for (i = 1; i < k; i++) if (fr[i] == a) { hit += n; break }
+	} END { printf "%.1f\n", total ? 100 * hit / total : 0 }'
+}
+
+# near ACTUAL EXPECTED TOLERANCE: |actual - expected| <= tolerance, with a message.
+near() {
+	if awk -v a="$1" -v e="$2" -v t="$3" 'BEGIN { d = a - e; if (d < 0) d = -d; exit !(d <= t) }'; then
+		return 0
+	fi
+	echo "expected $2 +/- $3, got $1" >&2
+	return 1
+}
+
+# at_least ACTUAL MIN
+at_least() {
+	if awk -v a="$1" -v m="$2" 'BEGIN { exit !(a >= m) }'; then
+		return 0
+	fi
+	echo "expected at least $2, got $1" >&2
+	return 1
+}
+
+# Exactly one line on stderr, starting "proftool: ".
+one_error_line() {
+	[ "${#stderr_lines[@]}" -eq 1 ] || { echo "stderr has ${#stderr_lines[@]} lines: $stderr" >&2; return 1; }
+	[[ "${stderr_lines[0]}" == "proftool: "* ]] || { echo "stderr: $stderr" >&2; return 1; }
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# proftool report: sort keys, limits, folded output, merging, filters, output files.
+
+load helpers
+
+setup_file() {
+	cd "$BATS_FILE_TMPDIR" || return 1
+	"$PROFTOOL" record -q -o split.data -- "$WORKLOADS/split" 0.6
+	"$PROFTOOL" record -q -o rec.data -- "$WORKLOADS/recurse" 0.5
+	"$PROFTOOL" record -q -o thr.data -- "$WORKLOADS/threads" 0.3
+}
+
+setup() {
+	cd "$BATS_FILE_TMPDIR" || return 1
+}
+
+# Prints the table rows only (after the column header), as "self cum tottime cumtime label".
+rows() {
+	awk '/filename:lineno\(function\)/ { on = 1; next } on && /^ *[0-9]+\/[0-9]+ / {
+		split($1, n, "/"); print n[1], n[2], $2, $4, $6 }'
+}
+
+# sorted_by COLUMN ORDER: checks the rows on stdin are ordered (n = numeric desc, s = string asc).
+sorted_by() {
+	awk -v c="$1" -v o="$2" 'NR > 1 && ((o == "n" && $c + 0 > prev + 0) || (o == "s" && $c < prev)) {
+		print "row " NR " breaks the order: " $0 > "/dev/stderr"; bad = 1 }
+		{ prev = $c } END { exit bad }'
+}
+
+@test "default sort is cumtime, descending" {
+	run --separate-stderr "$PROFTOOL" report split.data
+	[ "$status" -eq 0 ]
+	rows <<<"$output" >r
+	[ "$(wc -l <r)" -ge 4 ]
+	sorted_by 4 n <r
+}
+
+@test "--sort cumtime and its alias cumulative agree" {
+	a=$("$PROFTOOL" report --sort cumtime split.data)
+	b=$("$PROFTOOL" report --sort cumulative split.data)
+	[ "$a" = "$b" ]
+}
+
+@test "--sort tottime (alias time) orders by self time" {
+	run --separate-stderr "$PROFTOOL" report --sort tottime split.data
+	[ "$status" -eq 0 ]
+	rows <<<"$output" >r
+	sorted_by 3 n <r
+	[ "$(head -n1 r | awk '{ print $5 }')" = "split.c:$(grep -n '^leaf_a\|leaf_a(' "$BATS_TEST_DIRNAME/workloads/split.c" | head -n1 | cut -d: -f1)(leaf_a)" ] ||
+		[[ "$(head -n1 r)" == *"(leaf_a)" ]]
+	[ "$("$PROFTOOL" report --sort time split.data)" = "$output" ]
+}
+
+@test "--sort nsamples (aliases ncalls, calls) orders by self samples" {
+	run --separate-stderr "$PROFTOOL" report --sort nsamples split.data
+	[ "$status" -eq 0 ]
+	rows <<<"$output" >r
+	sorted_by 1 n <r
+	[ "$("$PROFTOOL" report --sort ncalls split.data)" = "$output" ]
+	[ "$("$PROFTOOL" report --sort calls split.data)" = "$output" ]
+}
+
+@test "--sort name orders by function name" {
+	run --separate-stderr "$PROFTOOL" report --sort name --limit 0 split.data
+	[ "$status" -eq 0 ]
+	# the function name: inside the parentheses, or the whole label ("[kernel]", "libc.so.6+0x10")
+	rows <<<"$output" | awk '{ l = $5; if (match(l, /\(.*\)$/)) l = substr(l, RSTART + 1, RLENGTH - 2); print l }' >names
+	sort -c names
+}
+
+@test "--sort filename and nfl order by file, then line" {
+	run --separate-stderr "$PROFTOOL" report --sort filename --limit 0 split.data
+	[ "$status" -eq 0 ]
+	rows <<<"$output" | awk '{ print $5 }' | grep 'split.c:' | sed 's/(.*//' >files
+	sort -t: -k1,1 -k2,2n -c files
+	run --separate-stderr "$PROFTOOL" report --sort nfl --limit 0 split.data
+	[ "$status" -eq 0 ]
+}
+
+@test "--limit shows that many rows and says how many are hidden" {
+	run --separate-stderr "$PROFTOOL" report --limit 2 split.data
+	[ "$status" -eq 0 ]
+	[ "$(rows <<<"$output" | wc -l)" -eq 2 ]
+	[[ "$output" == *"more function"*"--limit 0 shows all"* ]]
+	run --separate-stderr "$PROFTOOL" report --limit 0 split.data
+	[ "$(rows <<<"$output" | wc -l)" -ge 5 ]
+}
+
+@test "folded output parses as 'stack count' and adds up to the sample count" {
+	run --separate-stderr "$PROFTOOL" report --format folded split.data
+	[ "$status" -eq 0 ]
+	while IFS= read -r line; do
+		[[ "$line" =~ ^[^\ ].*\ [0-9]+$ ]] || { echo "bad line: $line"; false; }
+	done <<<"$output"
+	total=$(awk '{ s += $NF } END { print s }' <<<"$output")
+	header=$("$PROFTOOL" report split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
+	[ "$total" -eq "$header" ]
+	# root first: main comes before the leaf
+	grep -q 'main;leaf_a [0-9]*$' <<<"$output"
+}
+
+@test "recursion is not counted twice in cumulative time" {
+	run --separate-stderr "$PROFTOOL" report --limit 0 rec.data
+	[ "$status" -eq 0 ]
+	rows <<<"$output" >r
+	# no function exceeds 100% cumulative, and recurse's count is at most the total
+	awk '{ if ($2 + 0 > max) max = $2 } END { print max }' r >max
+	total=$(sed -n 's/^\([0-9]*\) samples over.*/\1/p' <<<"$output")
+	[ "$(cat max)" -le "$total" ]
+	grep -q '(recurse)$' r
+	rec_cum=$(awk '/\(recurse\)$/ { print $2 }' r)
+	fold=$("$PROFTOOL" report --format folded rec.data)
+	near "$(cum_share recurse <<<"$fold")" "$(awk -v a="$rec_cum" -v t="$total" 'BEGIN { printf "%.1f", 100 * a / t }')" 0.1
+	near "$(cum_share recurse <<<"$fold")" 50 8
+	near "$(cum_share ping <<<"$fold")" 50 8
+}
+
+@test "several files are merged and add up" {
+	a=$("$PROFTOOL" report split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
+	b=$("$PROFTOOL" report thr.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
+	run --separate-stderr "$PROFTOOL" report split.data thr.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == "Profile of 2 merged files"* ]]
+	[[ "$output" == *"$((a + b)) samples over"* ]]
+	[[ "$output" == *"(leaf_a)"* ]]
+	[[ "$output" == *"(worker_fn_1)"* ]]
+	run --separate-stderr "$PROFTOOL" report -i split.data -i thr.data
+	[[ "$output" == *"$((a + b)) samples over"* ]]
+}
+
+@test "--comm, --tid and --pid keep only matching samples" {
+	run --separate-stderr "$PROFTOOL" report --comm worker-2 --format folded thr.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *worker_fn_2* ]]
+	[[ "$output" != *worker_fn_1* ]]
+	tid=$("$PROFTOOL" report --per-thread thr.data | sed -n 's/^=== worker-3 (pid \([0-9]*\), tid \([0-9]*\)) ===.*/\2/p')
+	pid=$("$PROFTOOL" report --per-thread thr.data | sed -n 's/^=== worker-3 (pid \([0-9]*\), tid \([0-9]*\)) ===.*/\1/p')
+	[ -n "$tid" ]
+	run --separate-stderr "$PROFTOOL" report --tid "$tid" --format folded thr.data
+	[[ "$output" == *worker_fn_3* ]]
+	[[ "$output" != *worker_fn_2* ]]
+	run --separate-stderr "$PROFTOOL" report --pid "$pid" --format folded thr.data
+	[[ "$output" == *worker_fn_1* ]]
+	run --separate-stderr "$PROFTOOL" report --pid 1 thr.data
+	[ "$status" -eq 1 ]
+	one_error_line
+}
+
+@test "-o writes the report to a file, same as stdout" {
+	run --separate-stderr "$PROFTOOL" report -o out.txt split.data
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+	[ "$(cat out.txt)" = "$("$PROFTOOL" report split.data)" ]
+}
+
+@test "the report never opens the profiled binaries" {
+	mkdir -p moved && cp "$WORKLOADS/split" moved/split
+	"$PROFTOOL" record -q -o moved.data -- moved/split 0.3
+	rm -rf moved
+	run --separate-stderr "$PROFTOOL" report moved.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"split.c:"*"(leaf_a)"* ]]
+}

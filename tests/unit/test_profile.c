@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: MIT
+/* Unit tests for the profile: interning, write-then-read round trip, merging, rejecting bad files. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "profile/profile.h"
+#include "unit.h"
+
+static char dir[] = "/tmp/proftool-unit-XXXXXX";
+
+static struct profile *sample_profile(void)
+{
+	struct profile *p = profile_new();
+	uint32_t proc = profile_add_process(p, 100, 1, "app", "app --flag 'x y'");
+	uint32_t t1 = profile_add_thread(p, 100, proc, "app");
+	uint32_t t2 = profile_add_thread(p, 101, proc, "worker;1");
+	uint32_t fm = profile_add_func(p, "main", "app", "/src/app.c", 3);
+	uint32_t fw = profile_add_func(p, "std::vector<int>::push_back(int const&)", "libstdc++.so.6", NULL, 0);
+	uint32_t s1 = profile_add_stack(p, PROFILE_NONE, profile_add_loc(p, fm, 7));
+	uint32_t s2 = profile_add_stack(p, s1, profile_add_loc(p, fw, 0));
+
+	p->meta.command = strdup("app --flag 'x y'");
+	p->meta.event = strdup("cpu-clock");
+	p->meta.freq = 999;
+	p->meta.period_ns = 1001001;
+	p->meta.duration_ns = 123456789;
+	p->meta.lost = 3;
+	p->meta.exit_status = 0;
+	profile_add_sample(p, 5000, t1, s1, 1001001);
+	profile_add_sample(p, 7000, t2, s2, 1001001);
+	profile_add_sample(p, 7000, t1, s2, 1001001);
+	return p;
+}
+
+static void interning(void)
+{
+	struct profile *p = profile_new();
+	uint32_t a = profile_add_func(p, "f", "m", "f.c", 1);
+
+	CHECK_EQ_U(profile_add_func(p, "f", "m", "f.c", 1), a);
+	CHECK(profile_add_func(p, "f", "m", NULL, 1) != a);
+	CHECK(profile_add_func(p, "f", "m2", "f.c", 1) != a);
+	CHECK_EQ_U(profile_add_loc(p, a, 5), profile_add_loc(p, a, 5));
+	CHECK_EQ_U(profile_add_stack(p, PROFILE_NONE, 0), profile_add_stack(p, PROFILE_NONE, 0));
+	CHECK_EQ_U(p->stacks[profile_add_stack(p, 0, 0)].depth, 2);
+	profile_free(p);
+}
+
+static void round_trip(void)
+{
+	struct profile *p = sample_profile(), *q;
+	char path[128], err[256] = "";
+
+	snprintf(path, sizeof(path), "%s/rt.data", dir);
+	CHECK(profile_write(p, path, err, sizeof(err)) == 0);
+	q = profile_read(path, err, sizeof(err));
+	CHECK(q != NULL);
+	if (!q) {
+		fprintf(stderr, "# %s\n", err);
+		profile_free(p);
+		return;
+	}
+	CHECK_EQ_U(q->nr_funcs, p->nr_funcs);
+	CHECK_EQ_U(q->nr_stacks, p->nr_stacks);
+	CHECK_EQ_U(q->nr_samples, 3);
+	CHECK_EQ_U(q->nr_threads, 2);
+	CHECK(!strcmp(q->threads[1].comm, "worker;1"));
+	CHECK(!strcmp(q->procs[0].cmdline, "app --flag 'x y'"));
+	CHECK(!strcmp(q->funcs[1].name, "std::vector<int>::push_back(int const&)"));
+	CHECK(q->funcs[1].file == NULL);
+	CHECK_EQ_U(q->funcs[0].line, 3);
+	CHECK_EQ_U(q->samples[1].time_ns, 7000);
+	CHECK_EQ_U(q->samples[1].stack, p->samples[1].stack);
+	CHECK_EQ_U(q->samples[2].weight_ns, 1001001);
+	CHECK_EQ_U(q->meta.lost, 3);
+	CHECK_EQ_U(q->meta.duration_ns, 123456789);
+	CHECK(!strcmp(q->meta.command, "app --flag 'x y'"));
+	CHECK_EQ_U(q->stacks[1].depth, 2);
+	profile_free(q);
+	profile_free(p);
+	unlink(path);
+}
+
+static void merging(void)
+{
+	struct profile *a = sample_profile(), *b = sample_profile();
+
+	profile_merge(a, b);
+	CHECK_EQ_U(a->nr_samples, 6);
+	CHECK_EQ_U(a->nr_funcs, 2);     /* same functions merge */
+	CHECK_EQ_U(a->nr_stacks, 2);
+	CHECK_EQ_U(a->nr_threads, 4);   /* threads of two runs stay apart */
+	CHECK_EQ_U(a->meta.lost, 6);
+	CHECK_EQ_U(a->samples[4].stack, a->samples[1].stack);
+	profile_free(a);
+	profile_free(b);
+}
+
+static void write_failure_leaves_nothing(void)
+{
+	struct profile *p = sample_profile();
+	char path[128], err[256];
+
+	snprintf(path, sizeof(path), "%s/missing/x.data", dir);
+	CHECK(profile_write(p, path, err, sizeof(err)) == -ENOENT);
+	profile_free(p);
+}
+
+static void rejects(const char *text, int want_errno, const char *want_msg)
+{
+	char path[128], err[256] = "";
+	FILE *f;
+	struct profile *p;
+
+	snprintf(path, sizeof(path), "%s/bad.data", dir);
+	f = fopen(path, "w");
+	fputs(text, f);
+	fclose(f);
+	p = profile_read(path, err, sizeof(err));
+	CHECK(p == NULL);
+	CHECK_EQ_U(errno, want_errno);
+	if (!strstr(err, want_msg)) {
+		fprintf(stderr, "# for %s: got '%s', want '%s'\n", text, err, want_msg);
+		unit_failed++;
+	}
+	profile_free(p);
+	unlink(path);
+}
+
+static void bad_files(void)
+{
+	rejects("", EBADMSG, "empty");
+	rejects("hello", EPROTO, "not a proftool profile");
+	rejects("{\"format\":\"other\"}", EPROTO, "not a proftool profile");
+	rejects("{\"format\":\"proftool-profile\",\"version\":2}", ENOTSUP, "newer");
+	rejects("{\"format\":\"proftool-profile\",\"version\":1}", EBADMSG, "meta");
+	rejects("{\"format\":\"proftool-profile\",\"version\":1,\"meta\":{},"
+		"\"functions\":{\"name\":[\"f\"],\"module\":[\"m\"],\"file\":[null],\"line\":[0]},"
+		"\"locations\":{\"function\":[0],\"line\":[0]},"
+		"\"stacks\":{\"parent\":[0],\"location\":[0]},"
+		"\"processes\":[],\"threads\":[],"
+		"\"samples\":{\"time_us_delta\":[],\"thread\":[],\"stack\":[]}}", EBADMSG, "stack parent");
+	rejects("{\"format\":\"proftool-profile\",\"version\":1,\"meta\":{},"
+		"\"functions\":{\"name\":[\"f\"],\"module\":[\"m\"],\"file\":[null],\"line\":[0]},"
+		"\"locations\":{\"function\":[3],\"line\":[0]},"
+		"\"stacks\":{\"parent\":[],\"location\":[]},\"processes\":[],\"threads\":[],"
+		"\"samples\":{\"time_us_delta\":[],\"thread\":[],\"stack\":[]}}", EBADMSG, "location function");
+	rejects("{\"format\":\"proftool-profile\",\"version\":1,\"meta\":{},"
+		"\"functions\":{\"name\":[],\"module\":[],\"file\":[],\"line\":[]},"
+		"\"locations\":{\"function\":[],\"line\":[]},"
+		"\"stacks\":{\"parent\":[],\"location\":[]},\"processes\":[],\"threads\":[],"
+		"\"samples\":{\"time_us_delta\":[1],\"thread\":[0],\"stack\":[0]}}", EBADMSG, "empty");
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN(interning);
+	RUN(round_trip);
+	RUN(merging);
+	RUN(write_failure_leaves_nothing);
+	RUN(bad_files);
+	rmdir(dir);
+	UNIT_DONE();
+}

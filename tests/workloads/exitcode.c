@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: MIT
+// Profiler test workload: burns some CPU, then ends in a chosen way (exit code, signal, or run until interrupted).
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Iterations of crunch() that take roughly one second on a modern x86-64 core. */
+#define ITERS_PER_SEC	520000000.0
+/* Seconds of CPU burnt before acting on MODE, at SCALE 1. */
+#define BURN_SECS	0.2
+/* Seconds per burn() call; also the chunk size of the endless modes. */
+#define CHUNK_SECS	0.05
+
+static volatile uint64_t sink;
+static volatile sig_atomic_t got_sigint;
+
+/*
+ * n steps of a 64-bit LCG plus a xorshift; the empty asm makes the value
+ * opaque so the compiler can neither vectorise nor shortcut the loop.
+ * The volatile stack slot is touched on entry so that, in frame-pointer
+ * builds, the calling work function sets up its frame before the loop
+ * instead of shrink-wrapping it away (which would hide its caller).
+ */
+/*
+ * A macro rather than an inline function on purpose: inlined functions get
+ * their own frames in the profile, and these workloads want each named
+ * function to hold its work itself.
+ */
+#define crunch(x0, n0) ({						\
+	volatile uint64_t anchor_ = (x0);				\
+	uint64_t x_ = anchor_, n_ = (n0);				\
+									\
+	for (uint64_t i_ = 0; i_ < n_; i_++) {				\
+		x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL; \
+		x_ ^= x_ >> 29;						\
+		asm volatile("" : "+r" (x_));				\
+	}								\
+	x_;								\
+})
+
+static double parse_scale(const char *arg)
+{
+	char *end;
+	double scale;
+
+	errno = 0;
+	scale = strtod(arg, &end);
+	if (errno || end == arg || *end != '\0' || !isfinite(scale) ||
+	    scale <= 0.0 || scale > 1e6) {
+		fprintf(stderr, "invalid SCALE '%s' (want a positive number)\n", arg);
+		exit(2);
+	}
+	return scale;
+}
+
+static __attribute__((noinline, noclone)) void burn(uint64_t n)
+{
+	sink = crunch(sink + 1, n);
+	asm volatile("" ::: "memory");
+}
+
+static void on_sigint(int sig)
+{
+	(void)sig;
+	got_sigint = 1;
+}
+
+static void usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s MODE [SCALE]\n"
+		"MODE: ok | fail | segv | abort | kill | sleep | trap-int\n",
+		prog);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const uint64_t chunk = (uint64_t)(ITERS_PER_SEC * CHUNK_SECS);
+	double scale = 1.0;
+	const char *mode;
+	uint64_t total, done;
+
+	if (argc < 2 || argc > 3)
+		usage(argv[0]);
+	mode = argv[1];
+	if (strcmp(mode, "ok") && strcmp(mode, "fail") && strcmp(mode, "segv") &&
+	    strcmp(mode, "abort") && strcmp(mode, "kill") &&
+	    strcmp(mode, "sleep") && strcmp(mode, "trap-int"))
+		usage(argv[0]);
+	if (argc > 2)
+		scale = parse_scale(argv[2]);
+
+	/*
+	 * "sleep" must die from SIGINT even when started in the background by
+	 * a non-interactive shell, which leaves SIGINT ignored.
+	 */
+	if (!strcmp(mode, "sleep"))
+		signal(SIGINT, SIG_DFL);
+
+	/* Catch SIGINT before burning so an early Ctrl-C is not fatal. */
+	if (!strcmp(mode, "trap-int")) {
+		struct sigaction sa;
+
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_sigint;
+		sigemptyset(&sa.sa_mask);
+		if (sigaction(SIGINT, &sa, NULL)) {
+			perror("sigaction");
+			return 1;
+		}
+	}
+
+	/* Burn in chunks; the final chunk takes whatever remains. */
+	total = (uint64_t)(ITERS_PER_SEC * BURN_SECS * scale);
+	for (done = 0; done < total; done += chunk)
+		burn(total - done < chunk ? total - done : chunk);
+
+	if (!strcmp(mode, "ok"))
+		return 0;
+	if (!strcmp(mode, "fail"))
+		return 3;
+	if (!strcmp(mode, "segv")) {
+		volatile int *volatile p = NULL;
+
+		signal(SIGSEGV, SIG_DFL);
+		*p = 42;
+		return 1;
+	}
+	if (!strcmp(mode, "abort"))
+		abort();
+	if (!strcmp(mode, "kill")) {
+		raise(SIGKILL);
+		return 1;
+	}
+	if (!strcmp(mode, "sleep")) {
+		for (;;)
+			burn(chunk);
+	}
+
+	/* trap-int */
+	while (!got_sigint)
+		burn(chunk);
+	printf("got SIGINT\n");
+	fflush(stdout);
+	return 0;
+}
