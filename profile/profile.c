@@ -23,6 +23,11 @@ static void meta_release(struct profile_meta *m)
 	free(m->backend);
 	free(m->host);
 	free(m->kernel);
+	for (size_t i = 0; i < m->nr_stops; i++) {
+		free(m->stops[i].reason);
+		free(m->stops[i].module);
+	}
+	free(m->stops);
 }
 
 void profile_free(struct profile *p)
@@ -176,6 +181,41 @@ void profile_sort_samples(struct profile *p)
 	qsort(p->samples, p->nr_samples, sizeof(*p->samples), sample_cmp);
 }
 
+/* Where the process and its threads start, in glibc, musl and the dynamic loader. */
+static const char *const root_funcs[] = {
+	"_start", "__libc_start_main", "__libc_start_call_main", "_dl_start_user", "_dl_start",
+	"clone", "clone3", "__clone", "__clone3", "__GI___clone", "__GI___clone3",
+	"start_thread", "__libc_start_main_impl", "start",
+};
+
+bool profile_func_is_root(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(root_funcs); i++)
+		if (!strcmp(name, root_funcs[i]))
+			return true;
+	return false;
+}
+
+void profile_add_unwind_stop(struct profile *p, const char *reason, const char *module,
+			     uint64_t count)
+{
+	struct profile_meta *m = &p->meta;
+	struct profile_unwind_stop *st;
+
+	for (size_t i = 0; i < m->nr_stops; i++) {
+		st = &m->stops[i];
+		if (!strcmp(st->reason, reason) && str_eq(st->module, module)) {
+			st->count += count;
+			return;
+		}
+	}
+	ALLOC_GROW(m->stops, m->nr_stops + 1, m->alloc_stops);
+	st = &m->stops[m->nr_stops++];
+	st->reason = xstrdup(reason);
+	st->module = xstrdup_or_null(module);
+	st->count = count;
+}
+
 void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threads)
 {
 	bool *seen_p = xcalloc(p->nr_procs + 1, 1), *seen_t = xcalloc(p->nr_threads + 1, 1);
@@ -233,6 +273,9 @@ void profile_merge(struct profile *dst, const struct profile *src)
 
 		profile_add_sample(dst, s->time_ns, tmap[s->thread], smap[s->stack], s->weight_ns);
 	}
+	for (size_t i = 0; i < src->meta.nr_stops; i++)
+		profile_add_unwind_stop(dst, src->meta.stops[i].reason, src->meta.stops[i].module,
+					src->meta.stops[i].count);
 	dst->meta.lost += src->meta.lost;
 	dst->meta.duration_ns += src->meta.duration_ns;
 	/* a rate is only meaningful while every file has one frequency and a CPU time */

@@ -67,6 +67,13 @@ struct profile_sample {
 	uint64_t weight_ns;  /* time this sample stands for (its file's period) */
 };
 
+/* How many stacks stopped early for one reason (and module, when there is one). */
+struct profile_unwind_stop {
+	char *reason;        /* "stack copy too small", "no CFI", ... */
+	char *module;        /* NULL when the reason names none */
+	uint64_t count;
+};
+
 struct profile_meta {
 	char *tool_version;
 	char *command;       /* what was profiled, as the user typed it */
@@ -82,6 +89,8 @@ struct profile_meta {
 	uint64_t lost;       /* samples the kernel or sampler dropped */
 	uint64_t cpu_time_ns;/* CPU time of the targets as the event counted it; 0 unknown */
 	int32_t exit_status; /* record's exit status, -1 when none */
+	struct profile_unwind_stop *stops; /* unique by (reason, module) */
+	size_t nr_stops, alloc_stops;
 };
 
 struct profile {
@@ -118,8 +127,19 @@ uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
 void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
 			uint32_t stack, uint64_t weight_ns);
 
+/* Adds COUNT to the unwind-stop entry for (REASON, MODULE). */
+void profile_add_unwind_stop(struct profile *p, const char *reason, const char *module,
+			     uint64_t count);
+
 /* Sorts samples by time (stable). */
 void profile_sort_samples(struct profile *p);
+
+/*
+ * Whether NAME is where a thread's stack begins (_start, __libc_start_main,
+ * clone, start_thread...): a stack whose outermost frame is one was
+ * unwound completely.
+ */
+bool profile_func_is_root(const char *name);
 
 /* Counts the processes and threads that have at least one sample. */
 void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threads);

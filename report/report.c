@@ -63,6 +63,65 @@ static bool *select_samples(const struct profile *p, const struct report_filter 
 
 /* ---- the header ---- */
 
+static int stop_cmp(const void *a, const void *b)
+{
+	const struct profile_unwind_stop *x = a, *y = b;
+
+	return x->count > y->count ? -1 : x->count < y->count;
+}
+
+/*
+ * Why the unwinder stopped early, most frequent first, e.g.
+ * "stopped early: 40 stack copy too small, 12 no CFI (libfoo.so 10, libbar.so 2)".
+ */
+static void print_unwind_stops(FILE *out, const struct profile_meta *m, uint64_t incomplete)
+{
+	struct profile_unwind_stop *st;
+	uint64_t explained = 0;
+	bool *done;
+
+	for (size_t i = 0; i < m->nr_stops; i++)
+		explained += m->stops[i].count;
+	if (!m->nr_stops) {
+		if (incomplete && m->callgraph && strcmp(m->callgraph, "none"))
+			fprintf(out, "Unwinding stopped early: %" PRIu64 " at a frame that is not a thread's entry%s\n",
+				incomplete, !strcmp(m->callgraph, "fp") ?
+				" (code without frame pointers? try -g dwarf)" : "");
+		return;
+	}
+	st = xmalloc(st_mult(m->nr_stops, sizeof(*st)));
+	done = xcalloc(m->nr_stops, 1);
+	memcpy(st, m->stops, m->nr_stops * sizeof(*st));
+	qsort(st, m->nr_stops, sizeof(*st), stop_cmp);
+	fputs("Unwinding stopped early:", out);
+	for (size_t i = 0, first = 1; i < m->nr_stops; i++) {
+		uint64_t total = 0;
+		int shown = 0;
+
+		if (done[i])
+			continue;
+		for (size_t j = i; j < m->nr_stops; j++)
+			if (!strcmp(st[j].reason, st[i].reason))
+				total += st[j].count;
+		fprintf(out, "%s %" PRIu64 " %s", first ? "" : ",", total, st[i].reason);
+		first = 0;
+		for (size_t j = i; j < m->nr_stops; j++) {
+			if (strcmp(st[j].reason, st[i].reason))
+				continue;
+			done[j] = true;
+			if (st[j].module && shown < 3)
+				fprintf(out, "%s%s %" PRIu64, shown++ ? ", " : " (", st[j].module, st[j].count);
+		}
+		if (shown)
+			fputc(')', out);
+	}
+	if (incomplete > explained)
+		fprintf(out, ", %" PRIu64 " at a frame that is not a thread's entry", incomplete - explained);
+	fputc('\n', out);
+	free(st);
+	free(done);
+}
+
 static void print_header(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep, uint64_t kept)
 {
@@ -126,6 +185,7 @@ static void print_header(FILE *out, const struct profile *p, const struct report
 	fputc('\n', out);
 	fprintf(out, "Stacks unwound to their root: %" PRIu64 " of %" PRIu64 " (%.1f%%)\n",
 		complete, kept, kept ? 100.0 * complete / kept : 0.0);
+	print_unwind_stops(out, m, kept - complete);
 	free(seen_p);
 	free(seen_t);
 	free(node_ok);

@@ -156,22 +156,9 @@ void report_sort_stats(const struct profile *p, struct report_func_stat *st, siz
 	qsort_r(st, nr, sizeof(*st), stat_cmp, &c);
 }
 
-/* Functions a complete stack starts in: the process entry and thread entries. */
-static const char *const root_funcs[] = {
-	"_start", "__libc_start_main", "__libc_start_call_main", "_dl_start_user", "_dl_start",
-	"clone", "clone3", "__clone", "__clone3", "__GI___clone", "__GI___clone3",
-	"start_thread",
-};
-
 bool report_stack_complete(const struct profile *p, uint32_t stack)
 {
-	const char *name;
-
 	while (p->stacks[stack].parent != PROFILE_NONE)
 		stack = p->stacks[stack].parent;
-	name = p->funcs[p->locs[p->stacks[stack].loc].func].name;
-	for (size_t i = 0; i < ARRAY_SIZE(root_funcs); i++)
-		if (!strcmp(name, root_funcs[i]))
-			return true;
-	return false;
+	return profile_func_is_root(p->funcs[p->locs[p->stacks[stack].loc].func].name);
 }

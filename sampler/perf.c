@@ -175,7 +175,8 @@ static void setup_attr(struct sampler *s)
 		a->sample_type |= PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 		a->sample_regs_user = SAMPLE_REGS_USER;
 		a->sample_stack_user = o->stack_size;
-		/* the kernel's frames come from its own unwinder; ours need only the user part */
+		/* the kernel walks its own frames; the user part is ours to unwind */
+		a->exclude_callchain_user = 1;
 	}
 	a->disabled = 1;
 	a->enable_on_exec = o->enable_on_exec;
@@ -218,6 +219,15 @@ static void describe_open_error(int e, const struct sampler_opts *o, char *err, 
 		sampler_set_err(err, errlen, "perf_event_open failed: %s", strerror(e));
 }
 
+static void close_events(struct sampler *s)
+{
+	for (unsigned i = 0; i < s->nr_cpus; i++) {
+		if (s->cpus[i].fd >= 0)
+			close(s->cpus[i].fd);
+		s->cpus[i].fd = -1;
+	}
+}
+
 static int open_events(struct sampler *s, const int *cpus, char *err, size_t errlen)
 {
 	for (unsigned i = 0; i < s->nr_cpus; i++) {
@@ -241,21 +251,44 @@ static int open_events(struct sampler *s, const int *cpus, char *err, size_t err
 	return 0;
 }
 
+/* The largest data area (pages, a power of two) the unprivileged budget allows per CPU. */
+static size_t budget_pages(const struct sampler *s)
+{
+	long kb = sampler_read_long("/proc/sys/kernel/perf_event_mlock_kb", 516);
+	size_t fit = kb > 0 ? (size_t)kb * 1024 / s->page_size : 2, pages = 1;
+
+	while (pages * 2 + 1 <= fit)
+		pages *= 2;
+	return pages;
+}
+
 /*
  * Ring buffers are charged to perf_event_mlock_kb (per CPU, per user) and
- * then RLIMIT_MEMLOCK; past both, mmap fails with EPERM. Start large and
- * halve until the budget fits.
+ * then RLIMIT_MEMLOCK; past both, mmap fails with EPERM. Start from what
+ * the budget should allow (more for root) and halve until it fits. The
+ * wake-up watermark is a quarter of the buffer, so the events are opened
+ * again for each size tried.
  */
-static int map_buffers(struct sampler *s, char *err, size_t errlen)
+static int open_and_map(struct sampler *s, const int *cpus, char *err, size_t errlen)
 {
-	size_t pages = s->opts.callgraph == SAMPLER_CG_DWARF ? 1024 : 128;
-	const size_t min_pages = s->opts.callgraph == SAMPLER_CG_DWARF ? 16 : 8;
+	bool dwarf = s->opts.callgraph == SAMPLER_CG_DWARF;
+	size_t pages = budget_pages(s);
+	const size_t min_pages = dwarf ? 16 : 8;
+	int ret;
 
+	if (geteuid() == 0 && pages < (dwarf ? 1024u : 128u))
+		pages = dwarf ? 1024 : 128;
+	if (pages < min_pages)
+		pages = min_pages;
 	for (;;) {
 		size_t data = pages * s->page_size;
 		unsigned i;
 		int e = 0;
 
+		s->attr.wakeup_watermark = data / 4;
+		ret = open_events(s, cpus, err, errlen);
+		if (ret < 0)
+			return ret;
 		for (i = 0; i < s->nr_cpus; i++) {
 			void *p = mmap(NULL, data + s->page_size, PROT_READ | PROT_WRITE,
 				       MAP_SHARED, s->cpus[i].fd, 0);
@@ -273,6 +306,7 @@ static int map_buffers(struct sampler *s, char *err, size_t errlen)
 			munmap(s->cpus[i].base, s->cpus[i].data_size + s->page_size);
 			s->cpus[i].base = NULL;
 		}
+		close_events(s);
 		if (e != EPERM || pages <= min_pages) {
 			sampler_set_err(err, errlen,
 					"cannot map a %zu KiB ring buffer per CPU: %s; raise "
@@ -299,9 +333,7 @@ struct sampler *sampler_open(const struct sampler_opts *opts, char *err, size_t 
 	for (unsigned i = 0; i < s->nr_cpus; i++)
 		s->cpus[i].fd = -1;
 	setup_attr(s);
-	ret = open_events(s, cpus, err, errlen);
-	if (!ret)
-		ret = map_buffers(s, err, errlen);
+	ret = open_and_map(s, cpus, err, errlen);
 	free(cpus);
 	if (ret < 0) {
 		sampler_close(s);

@@ -266,3 +266,33 @@ int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out)
 		out[0].func = "[unknown]";
 	return nfn;
 }
+
+bool sym_elf_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t *bias)
+{
+	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE) - 1;
+	Elf *elf;
+	size_t phnum;
+	bool ok = false;
+
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return false;
+	if (elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &phnum) == 0) {
+		for (size_t i = 0; i < phnum && !ok; i++) {
+			GElf_Phdr ph;
+
+			if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+				continue;
+			/* the kernel maps a segment from its page-aligned offset to its page-aligned address */
+			if (pgoff >= (ph.p_offset & ~page) && pgoff < ph.p_offset + ph.p_filesz) {
+				uint64_t vaddr = (ph.p_vaddr & ~page) + (pgoff - (ph.p_offset & ~page));
+
+				*bias = start - vaddr;
+				ok = true;
+			}
+		}
+	}
+	elf_end(elf);
+	return ok;
+}

@@ -4,6 +4,7 @@
 #define PROFTOOL_SYMBOLIZE_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* One frame of a resolved address; strings stay valid until the sym_elf is closed. */
@@ -35,5 +36,59 @@ int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out);
 
 /* Demangles C++ (and Rust legacy) names; returns a malloc'd string or NULL. */
 char *sym_demangle(const char *name);
+
+/*
+ * The load bias of an ELF file mapped at START from file offset PGOFF
+ * (runtime address = link-time address + bias). False when FD is not ELF
+ * or PGOFF lies in no PT_LOAD segment.
+ */
+bool sym_elf_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t *bias);
+
+/* ---- DWARF unwinding of copied user stacks (unwind.c) ---- */
+
+/* A file mapping as the unwinder needs it; the session owns the strings and fd. */
+struct sym_mapping {
+	uint64_t start, end, pgoff;
+	uint32_t module;        /* the session's module id */
+	const char *path;       /* file to open when fd < 0 */
+	const char *name;       /* module name for libdwfl */
+	int fd;                 /* open fd of the file, or -1 */
+};
+
+/* Why an unwind stopped before the outermost frame. */
+enum sym_stop {
+	SYM_STOP_NONE,          /* reached a frame without caller */
+	SYM_STOP_STACK_COPY,    /* the next frame lies beyond the copied stack */
+	SYM_STOP_MEMORY,        /* a read outside the copied stack */
+	SYM_STOP_NO_CFI,        /* no unwind information for the module of the last frame */
+	SYM_STOP_NO_MAPPING,    /* the last frame is in no known file */
+	SYM_STOP_DEPTH,         /* more frames than SYM_MAX_FRAMES */
+	SYM_STOP_NR,
+};
+
+#define SYM_MAX_FRAMES 1024
+
+struct sym_unwinder;
+
+struct sym_unwinder *sym_unwinder_new(void);
+void sym_unwinder_free(struct sym_unwinder *u);
+
+/*
+ * Makes the unwinder's view match MAPS (sorted, file mappings only). With
+ * ADD_ONLY the mappings since the last sync were only added, and the
+ * existing libdwfl state (with its caches) is kept.
+ */
+void sym_unwinder_sync(struct sym_unwinder *u, const struct sym_mapping *maps, size_t nr,
+		       bool add_only);
+
+/*
+ * Unwinds one sample: REGS are perf's x86-64 user registers (mask 0xff0fff
+ * order), STACK the copy of SIZE bytes starting at the sampled SP. Fills
+ * PCS leaf first with lookup addresses (a caller's return address minus
+ * one) and returns their number; *STOP says why the walk ended and
+ * *STOP_MODULE the module id of the last frame (UINT32_MAX if none).
+ */
+int sym_unwind(struct sym_unwinder *u, int32_t tid, const uint64_t *regs, const uint8_t *stack,
+	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module);
 
 #endif

@@ -18,7 +18,8 @@
 enum {
 	MOD_UNKNOWN,    /* no mapping covers the address */
 	MOD_KERNEL,
-	MOD_TRUNCATED,  /* marks a stack cut short by the unwinder's depth limit */
+	MOD_TRUNCATED,  /* marks a stack cut short by the stack copy or the depth limit */
+	MOD_STOP,       /* root pseudo-frame: why unwinding stopped (off = reason << 32 | module) */
 	MOD_FIRST_REAL,
 };
 
@@ -47,6 +48,10 @@ struct proc {
 	int32_t pid;
 	uint32_t out;           /* index in the profile's processes */
 	struct aspace as;
+	uint64_t as_gen;        /* bumped by every mapping change */
+	uint64_t as_cut_gen;    /* bumped when a change removed or cut a mapping */
+	struct sym_unwinder *uw;/* created at the first sample with a stack copy */
+	uint64_t uw_gen, uw_cut_gen; /* what the unwinder last saw */
 };
 
 /* An address inside a module: a file offset, or an absolute address for special modules. */
@@ -58,6 +63,14 @@ struct rawframe {
 struct rawnode {
 	uint32_t parent;        /* PROFILE_NONE at the root */
 	uint32_t frame;
+};
+
+static const char *const stop_reasons[SYM_STOP_NR] = {
+	[SYM_STOP_STACK_COPY] = "stack copy too small",
+	[SYM_STOP_MEMORY] = "unreadable memory",
+	[SYM_STOP_NO_CFI] = "no CFI",
+	[SYM_STOP_NO_MAPPING] = "unknown mapping",
+	[SYM_STOP_DEPTH] = "too many frames",
 };
 
 struct sym_session {
@@ -79,12 +92,16 @@ struct sym_session {
 	struct rawnode *nodes;
 	size_t nr_nodes, alloc_nodes;
 	struct idx node_idx;
+
+	uint64_t *pcs;          /* scratch: one unwound stack */
+	struct sym_mapping *maps; /* scratch: an address space for the unwinder */
+	size_t alloc_maps;
 };
 
 struct sym_session *sym_session_new(const struct sym_opts *opts)
 {
 	struct sym_session *ss = xcalloc(1, sizeof(*ss));
-	static const char *const special[] = { "[unknown]", "[kernel]", "[truncated]" };
+	static const char *const special[] = { "[unknown]", "[kernel]", "[truncated]", "[stop]" };
 
 	ss->opts = *opts;
 	ss->prof = profile_new();
@@ -109,8 +126,12 @@ void sym_session_free(struct sym_session *ss)
 		if (ss->mods[i].fd >= 0)
 			close(ss->mods[i].fd);
 	}
-	for (size_t i = 0; i < ss->nr_procs; i++)
+	for (size_t i = 0; i < ss->nr_procs; i++) {
 		free(ss->procs[i].as.maps);
+		sym_unwinder_free(ss->procs[i].uw);
+	}
+	free(ss->pcs);
+	free(ss->maps);
 	free(ss->mods);
 	free(ss->procs);
 	free(ss->frames);
@@ -191,6 +212,7 @@ static uint32_t new_proc(struct sym_session *ss, int32_t pid, int32_t ppid, cons
 		pr->as.maps = xmalloc(st_mult(copy->nr, sizeof(*copy->maps)));
 		memcpy(pr->as.maps, copy->maps, copy->nr * sizeof(*copy->maps));
 		pr->as.nr = pr->as.alloc = copy->nr;
+		pr->as_gen = 1;
 	}
 	idx_insert(&ss->pid_idx, hash_u64((uint32_t)pid), ss->nr_procs);
 	return ss->nr_procs++;
@@ -344,9 +366,14 @@ static uint32_t get_module(struct sym_session *ss, const char *path, uint32_t ma
 	return id;
 }
 
-/* Inserts a mapping, trimming or splitting the ones it overlaps, as mmap(2) does. */
-static void aspace_insert(struct aspace *as, const struct map *nm)
+/*
+ * Inserts a mapping, trimming or splitting the ones it overlaps, as mmap(2)
+ * does. Returns true when an existing mapping was cut or replaced.
+ */
+static bool aspace_insert(struct aspace *as, const struct map *nm)
 {
+	bool cut = false;
+
 	struct map *out = NULL;
 	size_t nr = 0, alloc = 0;
 	bool placed = false;
@@ -364,6 +391,7 @@ static void aspace_insert(struct aspace *as, const struct map *nm)
 			out[nr++] = m;
 			continue;
 		}
+		cut = true;
 		if (m.start < nm->start) {
 			struct map left = m;
 
@@ -398,6 +426,7 @@ static void aspace_insert(struct aspace *as, const struct map *nm)
 	as->maps = out;
 	as->nr = nr;
 	as->alloc = alloc;
+	return cut;
 }
 
 static const struct map *aspace_find(const struct aspace *as, uint64_t addr)
@@ -433,7 +462,9 @@ static void on_mmap(struct sym_session *ss, const struct sampler_rec *r)
 	m.pgoff = r->mmap.pgoff;
 	m.module = get_module(ss, r->mmap.filename, r->mmap.maj, r->mmap.min, r->mmap.ino,
 			      r->pid, m.start, m.end);
-	aspace_insert(&ss->procs[proc].as, &m);
+	ss->procs[proc].as_gen++;
+	if (aspace_insert(&ss->procs[proc].as, &m))
+		ss->procs[proc].as_cut_gen++;
 }
 
 /* ---- stacks ---- */
@@ -483,26 +514,87 @@ static uint32_t user_frame(struct sym_session *ss, const struct aspace *as, uint
 	return intern_frame(ss, m->module, addr - m->start + m->pgoff);
 }
 
+/* Brings the process's unwinder up to date with its mappings. */
+static struct sym_unwinder *unwinder_for(struct sym_session *ss, struct proc *pr)
+{
+	size_t n = 0;
+
+	if (!pr->uw)
+		pr->uw = sym_unwinder_new();
+	if (pr->uw_gen == pr->as_gen && pr->uw_cut_gen == pr->as_cut_gen && pr->as_gen)
+		return pr->uw;
+	ALLOC_GROW(ss->maps, pr->as.nr + 1, ss->alloc_maps);
+	for (size_t i = 0; i < pr->as.nr; i++) {
+		const struct map *m = &pr->as.maps[i];
+		const struct module *mod = &ss->mods[m->module];
+
+		if (!mod->is_file)
+			continue;
+		ss->maps[n++] = (struct sym_mapping){
+			.start = m->start, .end = m->end, .pgoff = m->pgoff, .module = m->module,
+			.path = mod->path, .name = mod->name, .fd = mod->fd,
+		};
+	}
+	/* only additions since the last sync: keep libdwfl's state and caches */
+	sym_unwinder_sync(pr->uw, ss->maps, n, pr->uw_cut_gen == pr->as_cut_gen && pr->uw_gen);
+	pr->uw_gen = pr->as_gen;
+	pr->uw_cut_gen = pr->as_cut_gen;
+	return pr->uw;
+}
+
+/* Finds the module of ADDR in PR's address space (for naming a stop reason). */
+static uint32_t module_at(const struct proc *pr, uint64_t addr)
+{
+	const struct map *m = pr ? aspace_find(&pr->as, addr) : NULL;
+
+	return m ? m->module : UINT32_MAX;
+}
+
 static void on_sample(struct sym_session *ss, const struct sampler_rec *r)
 {
 	const uint64_t *chain = r->sample.chain;
-	uint32_t nr = r->sample.nr_chain, nk = r->sample.nr_kernel;
+	uint32_t nk = r->sample.nr_kernel;
 	uint32_t t = get_thread(ss, r->pid, r->tid, NULL);
 	struct proc *pr = proc_of_thread(ss, t);
-	uint32_t node = PROFILE_NONE;
+	uint32_t node = PROFILE_NONE, nr_user = 0;
+	enum sym_stop stop = SYM_STOP_NONE;
+	uint32_t stop_module = UINT32_MAX;
+	const uint64_t *user;
 
-	if (!nr)
-		return;
-	if (r->sample.chain_full)
-		node = intern_node(ss, node, intern_frame(ss, MOD_TRUNCATED, 0));
-	/* user frames root first; callers are return addresses, so look up the call (addr - 1) */
-	for (uint32_t i = nr; i-- > nk;) {
-		uint64_t addr = chain[i];
+	if (!ss->pcs)
+		ss->pcs = xmalloc(SYM_MAX_FRAMES * sizeof(*ss->pcs));
+	if (r->sample.regs && r->sample.stack && pr) {
+		/* DWARF: unwind the copied stack now; the copy dies with this record */
+		uint32_t mod = UINT32_MAX;
 
-		if (i != nk)
-			addr--;
-		node = intern_node(ss, node, user_frame(ss, pr ? &pr->as : NULL, addr));
+		nr_user = sym_unwind(unwinder_for(ss, pr), r->tid, r->sample.regs, r->sample.stack,
+				     r->sample.stack_size, ss->pcs, &stop, &mod);
+		if (stop == SYM_STOP_NO_CFI || stop == SYM_STOP_MEMORY)
+			stop_module = module_at(pr, ss->pcs[nr_user - 1]);
+		user = ss->pcs;
+	} else {
+		/* frame pointers: callers are return addresses, so look up the call (addr - 1) */
+		nr_user = r->sample.nr_chain - nk;
+		if (nr_user > SYM_MAX_FRAMES)
+			nr_user = SYM_MAX_FRAMES;
+		for (uint32_t i = 0; i < nr_user; i++)
+			ss->pcs[i] = i ? chain[nk + i] - 1 : chain[nk + i];
+		user = ss->pcs;
+		if (r->sample.chain_full)
+			stop = SYM_STOP_DEPTH;
 	}
+	if (!nr_user && !nk)
+		return;
+	/*
+	 * Why the walk stopped rides along as a pseudo root frame; finishing
+	 * decides, once names are known, whether the stack was complete anyway
+	 * (ld.so's _start has no CFI and is still the root).
+	 */
+	if (stop != SYM_STOP_NONE)
+		node = intern_node(ss, node, intern_frame(ss, MOD_STOP,
+							  (uint64_t)stop << 32 | stop_module));
+	for (uint32_t i = nr_user; i-- > 0;)
+		node = intern_node(ss, node, user_frame(ss, pr ? &pr->as : NULL, user[i]));
 	/* kernel frames are named in a later step; for now they are one "[kernel]" frame */
 	if (nk)
 		node = intern_node(ss, node, intern_frame(ss, MOD_KERNEL, 0));
@@ -574,6 +666,7 @@ int sym_session_add_existing(struct sym_session *ss, int32_t pid, int32_t tid)
 		m.pgoff = pgoff;
 		m.module = get_module(ss, name_at ? line + name_at : "", maj, min, ino, pid, start, end);
 		aspace_insert(&ss->procs[proc].as, &m);
+		ss->procs[proc].as_gen++;
 	}
 	fclose(f);
 	return 0;
@@ -617,6 +710,8 @@ static size_t resolve_frame(struct profile *p, const struct module *m, struct sy
 		}
 		return n;
 	}
+	if (rf->module == MOD_STOP)
+		return 0;  /* decided per stack in sym_session_finish */
 	if (rf->module < MOD_FIRST_REAL) {
 		locs[0] = profile_add_loc(p, profile_add_func(p, m->name, m->name, NULL, 0), 0);
 		return 1;
@@ -634,7 +729,8 @@ struct profile *sym_session_finish(struct sym_session *ss,
 	uint32_t *order = xmalloc(st_mult(ss->nr_frames + 1, sizeof(*order)));
 	uint32_t *loc_start = xmalloc(st_mult(ss->nr_frames + 1, sizeof(*loc_start)));
 	uint8_t *loc_count = xcalloc(ss->nr_frames + 1, 1);
-	uint32_t *locs = NULL, *final = NULL;
+	uint32_t *locs = NULL, *final = NULL, *stop_of = NULL;
+	uint64_t *stop_count = NULL;
 	size_t nr_locs = 0, alloc_locs = 0;
 	struct sym_elf *elf = NULL;
 	uint32_t elf_mod = UINT32_MAX;
@@ -664,18 +760,50 @@ struct profile *sym_session_finish(struct sym_session *ss,
 	}
 	sym_elf_close(elf);
 
-	/* raw nodes come parent first, so one pass rebuilds the tree with real locations */
+	/*
+	 * Raw nodes come parent first, so one pass rebuilds the tree with real
+	 * locations. A stop pseudo-frame is dropped when the frame under it is
+	 * a thread's entry after all; otherwise it is counted, and a stack
+	 * cut by the copy size or the depth limit starts with [truncated].
+	 */
 	final = xmalloc(st_mult(ss->nr_nodes + 1, sizeof(*final)));
+	stop_of = xmalloc(st_mult(ss->nr_nodes + 1, sizeof(*stop_of)));
 	for (size_t i = 0; i < ss->nr_nodes; i++) {
 		const struct rawnode *n = &ss->nodes[i];
 		uint32_t s = n->parent == PROFILE_NONE ? PROFILE_NONE : final[n->parent];
 
+		stop_of[i] = n->parent == PROFILE_NONE ? PROFILE_NONE : stop_of[n->parent];
+		if (n->parent != PROFILE_NONE && ss->frames[ss->nodes[n->parent].frame].module == MOD_STOP) {
+			uint64_t off = ss->frames[ss->nodes[n->parent].frame].off;
+			enum sym_stop why = off >> 32;
+			bool root = loc_count[n->frame] &&
+				    profile_func_is_root(p->funcs[p->locs[locs[loc_start[n->frame]]].func].name);
+
+			stop_of[i] = root ? PROFILE_NONE : ss->nodes[n->parent].frame;
+			if (!root && (why == SYM_STOP_STACK_COPY || why == SYM_STOP_DEPTH))
+				s = profile_add_stack(p, PROFILE_NONE, profile_add_loc(p,
+					profile_add_func(p, "[truncated]", "[truncated]", NULL, 0), 0));
+		}
 		for (uint8_t j = 0; j < loc_count[n->frame]; j++)
 			s = profile_add_stack(p, s, locs[loc_start[n->frame] + j]);
 		final[i] = s;
 	}
-	for (size_t i = 0; i < p->nr_samples; i++)
-		p->samples[i].stack = final[p->samples[i].stack];
+	stop_count = xcalloc(ss->nr_frames + 1, sizeof(*stop_count));
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		uint32_t raw = p->samples[i].stack;
+
+		if (stop_of[raw] != PROFILE_NONE)
+			stop_count[stop_of[raw]]++;
+		p->samples[i].stack = final[raw];
+	}
+	for (size_t f = 0; f < ss->nr_frames; f++) {
+		uint32_t mod = (uint32_t)ss->frames[f].off;
+
+		if (!stop_count[f])
+			continue;
+		profile_add_unwind_stop(p, stop_reasons[ss->frames[f].off >> 32],
+					mod < ss->nr_mods ? ss->mods[mod].name : NULL, stop_count[f]);
+	}
 	profile_sort_samples(p);
 
 	free(order);
@@ -683,6 +811,8 @@ struct profile *sym_session_finish(struct sym_session *ss,
 	free(loc_count);
 	free(locs);
 	free(final);
+	free(stop_of);
+	free(stop_count);
 	ss->prof = profile_new();
 	return p;
 }

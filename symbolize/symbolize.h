@@ -27,6 +27,13 @@ struct sym_opts {
 	uint64_t weight_ns;     /* time one sample stands for */
 };
 
+/*
+ * Samples that carry registers and a stack copy (SAMPLER_CG_DWARF) are
+ * unwound as they arrive, with one libdwfl state per process kept across
+ * samples, so that no stack copy outlives its record. Stacks the unwinder
+ * could not finish are counted by reason in the profile's meta.
+ */
+
 struct sym_session *sym_session_new(const struct sym_opts *opts);
 void sym_session_free(struct sym_session *ss);
 

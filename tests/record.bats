@@ -5,7 +5,7 @@
 load helpers
 
 @test "50/30/20 split: self shares within 5 points, main cumulative >= 95%" {
-	record_to split.data -- "$WORKLOADS/split" 1.5
+	record_to split.data -g fp -- "$WORKLOADS/split" 1.5
 	run --separate-stderr "$PROFTOOL" report --format folded split.data
 	[ "$status" -eq 0 ]
 	echo "$output" >folded
@@ -143,14 +143,6 @@ start_long_record() {
 	[ "$status" -eq 0 ]
 	! grep -q ';' <<<"$output"
 	near "$(self_share leaf_a <<<"$output")" 50 5
-}
-
-@test "-g dwarf fails clearly until DWARF unwinding exists" {
-	run --separate-stderr "$PROFTOOL" record -g dwarf -o d.data -- true
-	[ "$status" -ne 0 ]
-	one_error_line
-	[[ "$stderr" == *"dwarf"*"-g fp"* ]]
-	[ ! -e d.data ]
 }
 
 @test "hardware events work or are reported as unavailable" {

@@ -1,0 +1,141 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Documentation is tested: --help, man/proftool.1 and CLI-CONTRACT.md list the same options,
+# the man page's EXAMPLES run as written, and the page renders without warnings.
+
+load helpers
+
+MAN=$BATS_TEST_DIRNAME/../man/proftool.1
+CONTRACT=$BATS_TEST_DIRNAME/../../shared/CLI-CONTRACT.md
+
+teardown() {
+	# the --duration example leaves its command running: end what is left of it
+	[ -n "${examples_dir:-}" ] || return 0
+	cd "$BATS_TEST_TMPDIR" || return 1
+	for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" != "$$" ] || continue
+		[ "$(readlink "$p/cwd" 2>/dev/null)" = "$examples_dir" ] && kill "${p#/proc/}" 2>/dev/null
+	done
+	return 0
+}
+
+# Options named at the start of the option lines of a --help text on stdin:
+# "  -o FILE   ...", "  -h, --help   ...", "  --pid P, --tid T   ..." (one per line, sorted).
+options_in_help() {
+	awk '/^[ \t]+-/ {
+		sub(/^[ \t]+/, "")
+		sub(/(  |\t).*/, "")            # the description column
+		n = split($0, item, /, /)
+		for (i = 1; i <= n; i++) {
+			split(item[i], w, " ")
+			if (w[1] ~ /^-/)
+				print w[1]
+		}
+	}' | sort -u
+}
+
+# Options in the .TP tags of subsection ".SS NAME" of the OPTIONS section of the man page.
+options_in_man() {
+	awk -v ss="$1" '
+		/^\.SH/ { in_opts = ($0 == ".SH OPTIONS"); in_ss = 0; next }
+		/^\.SS/ { in_ss = in_opts && $0 == ".SS " ss; next }
+		!in_ss { next }
+		/^\.TP/ { tag = 1; next }
+		tag { tag = 0; print }
+	' "$MAN" | sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\f\[[A-Z]*\]//g' |
+		grep -oE '(^|[ ",|])--?[A-Za-z][A-Za-z-]*' | sed -E 's/^[ ",|]//' | sort -u
+}
+
+# Options in the first column of the table under "## HEADING" of the contract.
+options_in_contract() {
+	awk -v h="$1" '
+		/^##/ { in_sec = ($0 == "## " h); next }
+		in_sec && /^\| `/ { gsub(/\\\|/, "/"); split($0, cell, "|"); print cell[2] }
+	' "$CONTRACT" | grep -oE '(^|[ `,])--?[A-Za-z][A-Za-z-]*' | sed -E 's/^[ `,]//' | sort -u
+}
+
+# help_matches_man COMMAND: the options of "proftool COMMAND --help" are those of ".SS COMMAND options".
+help_matches_man() {
+	run --separate-stderr "$PROFTOOL" "$1" --help
+	[ "$status" -eq 0 ]
+	help=$(options_in_help <<<"$output")
+	man=$(options_in_man "$1 options")
+	# a parser that finds nothing would make the comparison vacuous
+	[ "$(wc -l <<<"$help")" -ge 5 ] || { echo "too few options parsed from --help: $help"; false; }
+	[ "$(wc -l <<<"$man")" -ge 5 ] || { echo "too few options parsed from the man page: $man"; false; }
+	diff -u --label "proftool $1 --help" --label "man/proftool.1 ($1 options)" \
+		<(echo "$help") <(echo "$man")
+}
+
+# help_covers_contract COMMAND HEADING: every option in the contract's table is in --help.
+help_covers_contract() {
+	[ -f "$CONTRACT" ] || skip "no CLI contract at $CONTRACT"
+	run --separate-stderr "$PROFTOOL" "$1" --help
+	[ "$status" -eq 0 ]
+	help=$(options_in_help <<<"$output")
+	contract=$(options_in_contract "$2")
+	[ "$(wc -l <<<"$contract")" -ge 5 ] || { echo "too few options parsed from the contract: $contract"; false; }
+	missing=$(comm -23 <(echo "$contract") <(echo "$help"))
+	[ -z "$missing" ] || { echo "in the contract's '$2' table but not in '$1 --help':" $missing; false; }
+}
+
+@test "record --help lists exactly the record options of the man page" {
+	help_matches_man record
+}
+
+@test "report --help lists exactly the report options of the man page" {
+	help_matches_man report
+}
+
+@test "every option of the contract's record/attach table is in record --help" {
+	help_covers_contract record "record / attach options"
+}
+
+@test "every option of the contract's report table is in report --help" {
+	help_covers_contract report "report options"
+}
+
+@test "the EXAMPLES of the man page run as written, in order, in one directory" {
+	examples=$(awk '
+		/^\.SH/ { in_ex = ($0 == ".SH EXAMPLES"); next }
+		in_ex && /^\.EX/ { ex = 1; next }
+		in_ex && /^\.EE/ { ex = 0; next }
+		in_ex && ex && /^proftool / { print }
+	' "$MAN")
+	[ "$(wc -l <<<"$examples")" -ge 2 ] || { echo "no examples found: $examples"; false; }
+	[[ "$examples" == *"proftool record "* ]] || { echo "no record example"; false; }
+
+	mkdir bin examples
+	printf '#!/usr/bin/env bash\nexec %q "$@"\n' "$PROFTOOL" >bin/proftool
+	chmod +x bin/proftool
+	examples_dir=$(cd examples && pwd -P)
+	cd examples
+	n=0
+	while IFS= read -r line; do
+		n=$((n + 1))
+		# the reader types what the page shows; an escape would show differently (see its header)
+		[[ "$line" != *\\* ]] || { echo "example $n has a troff escape: $line"; false; }
+		PATH=$BATS_TEST_TMPDIR/bin:$PATH sh -c "$line" >"out.$n" 2>"err.$n" </dev/null 3>&- && st=0 || st=$?
+		if [ "$st" -ne 0 ]; then
+			echo "example $n exited $st: $line"
+			cat "err.$n"
+			false
+		fi
+	done <<<"$examples"
+}
+
+@test "groff -man -ww renders the man page without warnings" {
+	command -v groff >/dev/null || skip "groff is not installed (Debian package groff-base)"
+	run --separate-stderr groff -man -ww -z -Tutf8 "$MAN"
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ] || { echo "$stderr"; false; }
+}
+
+@test "man -l renders the man page without warnings" {
+	command -v man >/dev/null || skip "man is not installed (Debian package man-db)"
+	command -v groff >/dev/null || skip "groff is not installed (Debian package groff-base)"
+	run --separate-stderr env MANWIDTH=80 man --warnings=w -l "$MAN"
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ] || { echo "$stderr"; false; }
+	[[ "$output" == *"EXAMPLES"* ]]
+}

@@ -1,0 +1,102 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# DWARF unwinding (the default): programs built without frame pointers, deep stacks,
+# inline frames, separate debug info and C++ names.
+
+load helpers
+
+: "${WORKLOADS_NOFP:?run the suites through 'make check'}"
+
+@test "-O2 -fomit-frame-pointer: dwarf finds main above >= 95% of leaf samples, shares within 5" {
+	record_to d.data -g dwarf -- "$WORKLOADS_NOFP/split" 1.5
+	run --separate-stderr "$PROFTOOL" report --format folded d.data
+	[ "$status" -eq 0 ]
+	echo "$output" >folded
+	for leaf in leaf_a leaf_b leaf_c; do
+		at_least "$(ancestor_share "$leaf" main <folded)" 95
+	done
+	near "$(self_share leaf_a <folded)" 50 5
+	near "$(self_share leaf_b <folded)" 30 5
+	near "$(self_share leaf_c <folded)" 20 5
+	run --separate-stderr "$PROFTOOL" report d.data
+	[[ "$output" == *"Stacks unwound to their root: "*"(9"[5-9]"."*"%)"* ]] ||
+		[[ "$output" == *"(100.0%)"* ]]
+}
+
+@test "the same build with -g fp loses the callers: why dwarf is the default" {
+	record_to f.data -g fp -- "$WORKLOADS_NOFP/split" 0.5
+	fp=$("$PROFTOOL" report --format folded f.data | ancestor_share leaf_a main)
+	record_to d.data -- "$WORKLOADS_NOFP/split" 0.5
+	dw=$("$PROFTOOL" report --format folded d.data | ancestor_share leaf_a main)
+	at_least "$dw" 95
+	awk -v f="$fp" -v d="$dw" 'BEGIN { exit !(f + 20 < d) }'
+	run --separate-stderr "$PROFTOOL" report f.data
+	[[ "$output" == *"try -g dwarf"* ]]
+}
+
+@test "threads and forked children unwind to their entry points" {
+	record_to t.data -- "$WORKLOADS_NOFP/threads" 0.4
+	run --separate-stderr "$PROFTOOL" report --format folded t.data
+	[ "$status" -eq 0 ]
+	at_least "$(ancestor_share worker_fn_1 start_thread <<<"$output")" 95
+	at_least "$(ancestor_share main_spin main <<<"$output")" 95
+}
+
+@test "a 2000-deep recursion: no crash, [truncated] roots, shares still right" {
+	record_to deep.data -- "$WORKLOADS_NOFP/deep" 0.5
+	run --separate-stderr "$PROFTOOL" report --format folded deep.data
+	[ "$status" -eq 0 ]
+	grep -q '^\[truncated\];dive;dive' <<<"$output"
+	at_least "$(self_share bottom <<<"$output")" 85
+	run --separate-stderr "$PROFTOOL" report deep.data
+	# 32 KiB holds about a thousand of these frames: either limit may be the one hit
+	[[ "$output" == *"Unwinding stopped early: "*" stack copy too small"* ]] ||
+		[[ "$output" == *"Unwinding stopped early: "*" too many frames"* ]]
+	# never a wrong caller: nothing but dive above bottom, under [truncated]
+	! "$PROFTOOL" report --format folded deep.data | grep ';bottom ' | grep -vq '^\[truncated\];\(dive;\)*bottom '
+}
+
+@test "--stack-size is honoured: a larger copy reaches deeper" {
+	record_to small.data --stack-size 4096 -- "$WORKLOADS_NOFP/deep" 0.2 150
+	record_to big.data --stack-size 65528 -- "$WORKLOADS_NOFP/deep" 0.2 150
+	small=$("$PROFTOOL" report --format folded small.data | ancestor_share bottom main)
+	big=$("$PROFTOOL" report --format folded big.data | ancestor_share bottom main)
+	at_least "$big" 90
+	awk -v s="$small" -v b="$big" 'BEGIN { exit !(s < b) }'
+}
+
+@test "an always_inline hot function is its own frame with its own line" {
+	record_to i.data -- "$WORKLOADS_NOFP/inlined" 0.4
+	run --separate-stderr "$PROFTOOL" report --format folded i.data
+	[ "$status" -eq 0 ]
+	at_least "$(ancestor_share hot_inline outer_fn <<<"$output")" 95
+	at_least "$(self_share hot_inline <<<"$output")" 90
+	line=$(grep -n 'uint64_t hot_inline(' "$BATS_TEST_DIRNAME/workloads/inlined.c" | cut -d: -f1)
+	run --separate-stderr "$PROFTOOL" report --sort tottime i.data
+	[[ "$output" == *"inlined.c:$line(hot_inline)"* ]]
+}
+
+@test "libc frames get file:line from Debian's separate debug info (libc6-dbg)" {
+	dpkg-query -W -f='${Status}' libc6-dbg 2>/dev/null | grep -q 'ok installed' ||
+		skip "libc6-dbg is not installed (make check installs it)"
+	record_to t.data -- "$WORKLOADS_NOFP/threads" 0.2
+	run --separate-stderr "$PROFTOOL" report --limit 0 t.data
+	[[ "$output" == *"pthread_create.c:"*"(start_thread)"* ]]
+}
+
+@test "C++ names are demangled" {
+	record_to c.data -- "$WORKLOADS/cxx" 0.3
+	run --separate-stderr "$PROFTOOL" report --limit 0 c.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"(model::Layer<unsigned long>::forward(unsigned long, unsigned long) const"* ]]
+	run --separate-stderr "$PROFTOOL" report --format folded c.data
+	[[ "$output" != *"_ZN5model"* ]]
+}
+
+@test "a profile stays self-contained and small with dwarf" {
+	record_to d.data -- "$WORKLOADS_NOFP/split" 1
+	n=$(zcat d.data | grep -o '"samples":[0-9]*' | head -n1 | cut -d: -f2)
+	size=$(stat -c %s d.data)
+	# raw stack copies never reach the file: well under 100 bytes a sample
+	awk -v s="$size" -v n="$n" 'BEGIN { exit !(s / n < 100) }'
+}

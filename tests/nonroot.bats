@@ -1,0 +1,166 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# record as an unprivileged user: perf_event_paranoid decides whether it may, and the ring
+# buffers fit the per-user locked-memory budget (perf_event_mlock_kb, then 'ulimit -l').
+# As root the tests drop to 'nobody' with setpriv; otherwise they run as the current user.
+
+load helpers
+
+# Runs its arguments as a command with 'ulimit -l $1' (KiB): memlock KIB COMMAND...
+MEMLOCK_SH='ulimit -l "$1" || exit 125; shift; exec "$@"'
+
+setup() {
+	paranoid=$(cat /proc/sys/kernel/perf_event_paranoid) || skip "no /proc/sys/kernel/perf_event_paranoid"
+	mlock_kb=$(cat /proc/sys/kernel/perf_event_mlock_kb) || skip "no /proc/sys/kernel/perf_event_mlock_kb"
+	page_kb=$(($(getconf PAGESIZE) / 1024))
+	cpus=$(getconf _NPROCESSORS_ONLN)
+	started=()      # record processes, waited for in teardown
+	held=()         # commands they profile, stopped in teardown
+	tmp_work=
+	if [ "$(id -u)" -eq 0 ]; then
+		command -v setpriv >/dev/null || skip "setpriv (util-linux) is needed to run as 'nobody'"
+		id nobody >/dev/null 2>&1 || skip "there is no user 'nobody' to run as"
+		AS_USER=(setpriv --reuid="$(id -u nobody)" --regid="$(id -g nobody)" --clear-groups --)
+	else
+		AS_USER=()
+	fi
+	# a directory the user can write: under BATS_TEST_TMPDIR if its parents let the user
+	# through (bats makes them 0700), else one of our own under /tmp
+	work=$BATS_TEST_TMPDIR/work
+	mkdir -m 0777 "$work"
+	chmod 0777 "$work"
+	if ! "${AS_USER[@]}" test -w "$work"; then
+		work=$(mktemp -d /tmp/proftool-nonroot.XXXXXX)
+		tmp_work=$work
+		chmod 0777 "$work"
+	fi
+	cd "$work" || return 1
+	# the user must be able to run the programs: copy them when the checkout is private
+	proftool=$PROFTOOL split=$WORKLOADS/split exitcode=$WORKLOADS/exitcode
+	if ! "${AS_USER[@]}" test -x "$proftool" -a -x "$split" -a -x "$exitcode"; then
+		mkdir -m 0755 bin
+		cp "$PROFTOOL" "$WORKLOADS/split" "$WORKLOADS/exitcode" bin/
+		chmod 0755 bin/*
+		proftool=$work/bin/proftool split=$work/bin/split exitcode=$work/bin/exitcode
+	fi
+}
+
+teardown() {
+	local p
+
+	for p in "${held[@]}"; do
+		kill "$p" 2>/dev/null || true
+	done
+	for p in "${started[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	cd "$BATS_TEST_TMPDIR" || return 1
+	if [ -n "$tmp_work" ]; then
+		rm -rf "$tmp_work"
+	fi
+}
+
+# start_held OUT KIB COMMAND...: starts 'record -q -o OUT -- COMMAND' as the user with
+# 'ulimit -l KIB', in the background, its stderr in OUT.err. Returns 0 once COMMAND runs
+# (record maps its ring buffers before it lets COMMAND exec), with record's pid in $rec and
+# COMMAND's in $child; returns 1 if record ended first, with its exit status in $rec_status.
+start_held() {
+	local out=$1 kib=$2 comm=${3##*/} state
+	shift 2
+
+	bash -c "$MEMLOCK_SH" memlock "$kib" "${AS_USER[@]}" "$proftool" record -q -o "$out" -- "$@" \
+		2>"$out.err" </dev/null 3>&- &
+	rec=$!
+	started+=("$rec")
+	for _ in $(seq 300); do
+		child=$(pgrep -P "$rec" || true)
+		if [ -n "$child" ] && [ "$(cat /proc/"$child"/comm 2>/dev/null)" = "${comm:0:15}" ]; then
+			held+=("$child")
+			return 0
+		fi
+		state=$(awk '{ print $3 }' /proc/"$rec"/stat 2>/dev/null || echo gone)
+		if [ "$state" = Z ] || [ "$state" = gone ]; then
+			wait "$rec" && rec_status=0 || rec_status=$?
+			return 1
+		fi
+		sleep 0.1
+	done
+	echo "record of '$*' neither started its command nor ended in 30 s" >&2
+	return 2
+}
+
+@test "an unprivileged user can record when perf_event_paranoid allows it, and gets a clear error when not" {
+	run --separate-stderr "${AS_USER[@]}" "$proftool" record -q -o split.data -- "$split" 0.5
+	if [ "$paranoid" -ge 3 ]; then
+		[ "$status" -eq 1 ]
+		one_error_line
+		[[ "$stderr" == *"perf_event_paranoid"* ]]
+		[ ! -e split.data ]
+		return
+	fi
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	[ -z "$stderr" ]
+	run --separate-stderr "${AS_USER[@]}" "$proftool" report --format folded split.data
+	[ "$status" -eq 0 ]
+	echo "$output" >folded
+	near "$(self_share leaf_a <folded)" 50 5
+	near "$(self_share leaf_b <folded)" 30 5
+	near "$(self_share leaf_c <folded)" 20 5
+	if [ "$paranoid" -eq 2 ] && [ "${#AS_USER[@]}" -gt 0 ]; then
+		# paranoid 2 lets unprivileged users sample user space only
+		! grep -q '\[kernel\]' folded
+	fi
+}
+
+@test "two recordings at once: the second fits its ring buffers into what the first left" {
+	[ "$paranoid" -le 2 ] || skip "perf_event_paranoid is $paranoid: unprivileged users cannot record"
+	# 'ulimit -l' on top of the per-user perf_event_mlock_kb budget, which the first recording
+	# takes: room for 32 pages per CPU, less than a recording maps when it has the choice
+	kib=$((32 * page_kb * cpus))
+	hard=$(ulimit -H -l)
+	[ "$hard" = unlimited ] || [ "$hard" -ge "$kib" ] || [ "${#AS_USER[@]}" -gt 0 ] ||
+		skip "'ulimit -H -l' is $hard KiB, below the $kib KiB this test sets"
+	start_held first.data "$kib" "$exitcode" sleep 100 || { cat first.data.err; false; }
+	run --separate-stderr bash -c "$MEMLOCK_SH" memlock "$kib" "${AS_USER[@]}" \
+		"$proftool" record -q -o second.data -- "$split" 0.5
+	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
+	[ -z "$stderr" ]
+	run --separate-stderr "${AS_USER[@]}" "$proftool" report --format folded second.data
+	[ "$status" -eq 0 ]
+	echo "$output" >folded
+	near "$(self_share leaf_a <folded)" 50 5
+	near "$(self_share leaf_b <folded)" 30 5
+	near "$(self_share leaf_c <folded)" 20 5
+	# the first recording went on undisturbed
+	kill "$child"
+	wait "$rec" && st=0 || st=$?
+	[ "$st" -eq 143 ]
+	run --separate-stderr "${AS_USER[@]}" "$proftool" report --format folded first.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"burn "* ]]
+}
+
+@test "with the locked-memory budget used up, record fails with one line naming perf_event_mlock_kb or 'ulimit -l'" {
+	[ "$paranoid" -le 2 ] || skip "perf_event_paranoid is $paranoid: unprivileged users cannot record"
+	# with 'ulimit -l 0' only perf_event_mlock_kb is left: hold recordings open until one
+	# finds no room for even the smallest ring buffer
+	failed=
+	for i in $(seq 32); do
+		start_held "held$i.data" 0 sleep 1000 && continue
+		[ $? -eq 1 ] || false
+		failed=$i
+		break
+	done
+	[ -n "$failed" ] || skip "perf_event_mlock_kb ($mlock_kb KiB per CPU) holds 32 recordings: it cannot be used up"
+	# the kernel's default budget (512 KiB + 1 page per CPU) is made for one recording
+	if [ "$mlock_kb" -ge $((512 + page_kb)) ]; then
+		[ "$failed" -ge 2 ] || { echo "a lone recording did not fit in perf_event_mlock_kb"; cat held1.data.err; false; }
+	fi
+	[ "$rec_status" -eq 1 ]
+	mapfile -t stderr_lines <"held$failed.data.err"
+	stderr=$(cat "held$failed.data.err")
+	one_error_line
+	[[ "$stderr" == *"perf_event_mlock_kb"* || "$stderr" == *"ulimit -l"* ]]
+	# no profile and no temporary file is left behind
+	[ -z "$(ls -A | grep -F "held$failed.data" | grep -vxF "held$failed.data.err")" ]
+}
