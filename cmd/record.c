@@ -33,6 +33,8 @@ static const char record_usage[] =
 	"                       function only\n"
 	"  --stack-size BYTES   user stack copied per sample with -g dwarf, a multiple of 8\n"
 	"                       from 1024 to 65528 (default 32768)\n"
+	"  --user-only          leave out kernel frames (time in the kernel still counts,\n"
+	"                       under the user function that entered it)\n"
 	"  -e EVENT             cpu-clock, task-clock, cycles, instructions (default cpu-clock)\n"
 	"  --backend auto|perf|ptrace\n"
 	"                       sampling mechanism (default auto = perf; ptrace is not available yet)\n"
@@ -46,6 +48,7 @@ enum {
 	OPT_MODE,
 	OPT_DURATION,
 	OPT_STACK_SIZE,
+	OPT_USER_ONLY,
 };
 
 /*
@@ -60,6 +63,7 @@ static const struct option record_options[] = {
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "duration", required_argument, NULL, OPT_DURATION },
 	{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },
+	{ "user-only", no_argument, NULL, OPT_USER_ONLY },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -72,6 +76,7 @@ struct record_opts {
 	unsigned long stack_size; /* bytes of stack per sample with -g dwarf */
 	double duration;        /* seconds, 0 = until the command exits */
 	bool quiet;
+	bool user_only;
 	char **argv;            /* the command */
 };
 
@@ -145,6 +150,9 @@ static int parse_options(int argc, char **argv, struct record_opts *o)
 			if (!parse_ulong(optarg, 1024, 65528, &v) || v % 8)
 				return usage_error("record", "--stack-size must be a multiple of 8 from 1024 to 65528, not '%s'", optarg);
 			o->stack_size = v;
+			break;
+		case OPT_USER_ONLY:
+			o->user_only = true;
 			break;
 		case OPT_DURATION:
 			if (!parse_seconds(optarg, &o->duration))
@@ -338,6 +346,7 @@ static int do_record(const struct record_opts *o)
 		.event = o->event,
 		.callgraph = o->callgraph,
 		.stack_size = o->stack_size,
+		.user_only = o->user_only,
 		.enable_on_exec = true,
 	};
 	struct recording r = { .o = o, .status = -1, .child = { -1, -1, -1 } };

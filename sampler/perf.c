@@ -189,6 +189,7 @@ static void setup_attr(struct sampler *s)
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
+	a->exclude_callchain_kernel = o->user_only;
 	a->exclude_hv = 1;
 	a->exclude_guest = 1;
 	a->watermark = 1;

@@ -29,6 +29,7 @@ struct sampler_opts {
 	enum sampler_callgraph callgraph;
 	unsigned stack_size;    /* bytes of user stack per sample (DWARF); multiple of 8 */
 	bool enable_on_exec;    /* start counting at the target's next exec (spawning) */
+	bool user_only;         /* no kernel frames (samples in the kernel still count) */
 };
 
 /* Parses "cpu-clock"...; returns 0 or -EINVAL. */

@@ -296,3 +296,26 @@ bool sym_elf_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t *bias)
 	elf_end(elf);
 	return ok;
 }
+
+bool sym_elf_func_start(struct sym_elf *e, uint64_t vaddr, uint64_t *start)
+{
+	Dwarf_Addr bias;
+	Dwarf_CFI *cfi[2];
+
+	cfi[0] = dwfl_module_eh_cfi(e->mod, &bias);
+	cfi[1] = dwfl_module_dwarf_cfi(e->mod, &bias);
+	for (int i = 0; i < 2; i++) {
+		Dwarf_Frame *frame;
+		Dwarf_Addr lo, hi;
+
+		if (!cfi[i] || dwarf_cfi_addrframe(cfi[i], vaddr - bias, &frame) != 0)
+			continue;
+		if (dwarf_frame_info(frame, &lo, &hi, NULL) >= 0) {
+			*start = lo + bias;
+			free(frame);
+			return true;
+		}
+		free(frame);
+	}
+	return false;
+}

@@ -34,6 +34,13 @@ bool sym_elf_offset_to_vaddr(struct sym_elf *e, uint64_t off, uint64_t *vaddr);
  */
 int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out);
 
+/*
+ * The start of the function around VADDR when there is no symbol: the
+ * initial location of the CFI entry (.eh_frame FDE) covering it, so that
+ * the samples of one unnamed function add up at one address.
+ */
+bool sym_elf_func_start(struct sym_elf *e, uint64_t vaddr, uint64_t *start);
+
 /* Demangles C++ (and Rust legacy) names; returns a malloc'd string or NULL. */
 char *sym_demangle(const char *name);
 
@@ -43,6 +50,15 @@ char *sym_demangle(const char *name);
  * or PGOFF lies in no PT_LOAD segment.
  */
 bool sym_elf_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t *bias);
+
+/* ---- kernel symbols (kallsyms.c) ---- */
+
+struct sym_kallsyms;
+/* Loads text symbols; NULL when unreadable or hidden (kptr_restrict). */
+struct sym_kallsyms *sym_kallsyms_load(const char *path);
+void sym_kallsyms_free(struct sym_kallsyms *k);
+/* The function containing ADDR, or NULL; the string stays the table's. */
+const char *sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t addr);
 
 /* ---- DWARF unwinding of copied user stacks (unwind.c) ---- */
 

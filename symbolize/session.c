@@ -595,9 +595,9 @@ static void on_sample(struct sym_session *ss, const struct sampler_rec *r)
 							  (uint64_t)stop << 32 | stop_module));
 	for (uint32_t i = nr_user; i-- > 0;)
 		node = intern_node(ss, node, user_frame(ss, pr ? &pr->as : NULL, user[i]));
-	/* kernel frames are named in a later step; for now they are one "[kernel]" frame */
-	if (nk)
-		node = intern_node(ss, node, intern_frame(ss, MOD_KERNEL, 0));
+	/* kernel frames, outermost first; callers are return addresses too */
+	for (uint32_t i = nk; i-- > 0;)
+		node = intern_node(ss, node, intern_frame(ss, MOD_KERNEL, i ? chain[i] - 1 : chain[i]));
 	profile_add_sample(ss->prof, r->time > ss->opts.start_ns ? r->time - ss->opts.start_ns : 0,
 			   t, node, ss->opts.weight_ns);
 }
@@ -693,7 +693,7 @@ static int frame_by_module(const void *a, const void *b, void *arg)
 
 /* Interns the locations for one raw frame; returns how many (outermost first in LOCS). */
 static size_t resolve_frame(struct profile *p, const struct module *m, struct sym_elf *elf,
-			    const struct rawframe *rf, uint32_t *locs)
+			    const struct sym_kallsyms *ksyms, const struct rawframe *rf, uint32_t *locs)
 {
 	struct sym_frame fr[SYM_MAX_INLINE];
 	char buf[512];
@@ -712,10 +712,18 @@ static size_t resolve_frame(struct profile *p, const struct module *m, struct sy
 	}
 	if (rf->module == MOD_STOP)
 		return 0;  /* decided per stack in sym_session_finish */
+	if (rf->module == MOD_KERNEL && ksyms && sym_kallsyms_find(ksyms, rf->off)) {
+		snprintf(buf, sizeof(buf), "[kernel] %s", sym_kallsyms_find(ksyms, rf->off));
+		locs[0] = profile_add_loc(p, profile_add_func(p, buf, "[kernel]", NULL, 0), 0);
+		return 1;
+	}
 	if (rf->module < MOD_FIRST_REAL) {
 		locs[0] = profile_add_loc(p, profile_add_func(p, m->name, m->name, NULL, 0), 0);
 		return 1;
 	}
+	/* no symbol: name the enclosing function by its start, from the CFI */
+	if (elf)
+		sym_elf_func_start(elf, vaddr, &vaddr);
 	snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, m->name, vaddr);
 	locs[0] = profile_add_loc(p, profile_add_func(p, buf, m->name, NULL, 0), 0);
 	return 1;
@@ -733,6 +741,7 @@ struct profile *sym_session_finish(struct sym_session *ss,
 	uint64_t *stop_count = NULL;
 	size_t nr_locs = 0, alloc_locs = 0;
 	struct sym_elf *elf = NULL;
+	struct sym_kallsyms *ksyms = NULL;
 	uint32_t elf_mod = UINT32_MAX;
 
 	for (size_t i = 0; i < ss->nr_frames; i++)
@@ -742,6 +751,8 @@ struct profile *sym_session_finish(struct sym_session *ss,
 		const struct rawframe *rf = &ss->frames[order[k]];
 		struct module *m = &ss->mods[rf->module];
 
+		if (rf->module == MOD_KERNEL && !ksyms && rf->off)
+			ksyms = sym_kallsyms_load("/proc/kallsyms");
 		if (rf->module != elf_mod) {
 			sym_elf_close(elf);
 			elf = NULL;
@@ -753,12 +764,13 @@ struct profile *sym_session_finish(struct sym_session *ss,
 		}
 		ALLOC_GROW(locs, nr_locs + SYM_MAX_INLINE, alloc_locs);
 		loc_start[order[k]] = nr_locs;
-		loc_count[order[k]] = resolve_frame(p, m, elf, rf, locs + nr_locs);
+		loc_count[order[k]] = resolve_frame(p, m, elf, ksyms, rf, locs + nr_locs);
 		nr_locs += loc_count[order[k]];
 		if (progress && (k % 4096 == 0 || k + 1 == ss->nr_frames))
 			progress(k + 1, ss->nr_frames, arg);
 	}
 	sym_elf_close(elf);
+	sym_kallsyms_free(ksyms);
 
 	/*
 	 * Raw nodes come parent first, so one pass rebuilds the tree with real

@@ -100,3 +100,39 @@ load helpers
 	# raw stack copies never reach the file: well under 100 bytes a sample
 	awk -v s="$size" -v n="$n" 'BEGIN { exit !(s / n < 100) }'
 }
+
+kernel_frames_allowed() {
+	[ "$(id -u)" = 0 ] || [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -le 1 ]
+}
+
+@test "kernel frames are named from kallsyms; --user-only hides them but keeps the time" {
+	kernel_frames_allowed || skip "kernel frames need root or perf_event_paranoid <= 1"
+	[ "$(head -c 16 /proc/kallsyms)" != 0000000000000000 ] || skip "kallsyms addresses are hidden (kptr_restrict)"
+	record_to k.data -- dd if=/dev/zero of=/dev/null bs=4k count=150000
+	run --separate-stderr "$PROFTOOL" report --format folded k.data
+	[ "$status" -eq 0 ]
+	grep -q ';\[kernel\] [a-z_]' <<<"$output"
+	record_to u.data --user-only -- dd if=/dev/zero of=/dev/null bs=4k count=150000
+	run --separate-stderr "$PROFTOOL" report --format folded u.data
+	[ "$status" -eq 0 ]
+	! grep -q 'kernel' <<<"$output"
+	# the system-call time is still there, under the libc wrappers
+	at_least "$(self_share read <<<"$output")" 10
+}
+
+@test "a stripped binary: one row per function, named by its start from the CFI" {
+	cp "$WORKLOADS_NOFP/split" split-stripped
+	strip split-stripped
+	record_to s.data -- ./split-stripped 1
+	run --separate-stderr "$PROFTOOL" report --format folded s.data
+	[ "$status" -eq 0 ]
+	# the leaves are three functions, so their self samples fall on three names
+	leaves=$(awk '{ sub(/ [0-9]+$/, ""); k = split($0, f, ";"); if (f[k] ~ /^split-stripped\+0x/) print f[k] }' <<<"$output" | sort -u | wc -l)
+	[ "$leaves" -le 4 ]
+	shares=$(awk '{ n = $NF; t += n; sub(/ [0-9]+$/, ""); k = split($0, f, ";"); s[f[k]] += n }
+		END { for (x in s) printf "%.0f\n", 100 * s[x] / t }' <<<"$output" | sort -rn | head -n3 | tr '\n' ' ')
+	read -r a b c <<<"$shares"
+	near "$a" 50 5 && near "$b" 30 5 && near "$c" 20 5
+	# the stack still reaches the entry point: .eh_frame survives strip
+	at_least "$(cum_share __libc_start_main <<<"$output")" 95
+}

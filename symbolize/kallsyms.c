@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+/* Kernel function names from /proc/kallsyms, for the kernel part of call chains. */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+struct ksym {
+	uint64_t addr;
+	char *name;
+};
+
+struct sym_kallsyms {
+	struct ksym *syms;      /* sorted by address */
+	size_t nr, alloc;
+};
+
+static int ksym_cmp(const void *a, const void *b)
+{
+	const struct ksym *x = a, *y = b;
+
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+struct sym_kallsyms *sym_kallsyms_load(const char *path)
+{
+	struct sym_kallsyms *k;
+	char line[512];
+	FILE *f = fopen(path, "re");
+
+	if (!f)
+		return NULL;
+	k = xcalloc(1, sizeof(*k));
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long addr;
+		char type, name[256];
+
+		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+			continue;
+		/* text symbols only; all-zero addresses mean kptr_restrict hides them */
+		if (!addr || (type != 't' && type != 'T' && type != 'W' && type != 'w'))
+			continue;
+		ALLOC_GROW(k->syms, k->nr + 1, k->alloc);
+		k->syms[k->nr].addr = addr;
+		k->syms[k->nr].name = xstrdup(name);
+		k->nr++;
+	}
+	fclose(f);
+	if (!k->nr) {
+		sym_kallsyms_free(k);
+		return NULL;
+	}
+	qsort(k->syms, k->nr, sizeof(*k->syms), ksym_cmp);
+	return k;
+}
+
+void sym_kallsyms_free(struct sym_kallsyms *k)
+{
+	if (!k)
+		return;
+	for (size_t i = 0; i < k->nr; i++)
+		free(k->syms[i].name);
+	free(k->syms);
+	free(k);
+}
+
+const char *sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t addr)
+{
+	size_t lo = 0, hi = k->nr;
+
+	/* the last symbol at or below ADDR */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (k->syms[mid].addr <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? k->syms[lo - 1].name : NULL;
+}
