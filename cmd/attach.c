@@ -1,22 +1,257 @@
 // SPDX-License-Identifier: MIT
-/* proftool attach: profile a process that is already running. */
+/* proftool attach: profile a process that is already running, and leave it as it was. */
+#include <dirent.h>
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "base/base.h"
 #include "cmd.h"
+#include "sampler/sampler.h"
+#include "sampling.h"
+#include "symbolize/symbolize.h"
 
-static const char attach_usage[] =
+static const char attach_head[] =
 	"usage: proftool attach [OPTIONS] PID\n"
 	"\n"
-	"Profiles the running process PID. Not available in this version yet.\n";
+	"Profiles the running process PID: all its threads, and the threads and child\n"
+	"processes it creates afterwards, until it exits, --duration passes or Ctrl-C.\n"
+	"The process is left running exactly as it was.\n"
+	"\n";
+static const char attach_tail[] =
+	"  --duration SEC       stop after SEC seconds\n"
+	"  -q                   no status line and no summary on stderr\n"
+	"  -h, --help           show this help\n";
+
+static const struct option attach_options[] = {
+	SAMPLING_LONGOPTS,
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int parse_options(int argc, char **argv, struct sampling_opts *o, pid_t *pid)
+{
+	unsigned long v;
+	int c, ret;
+
+	sampling_opts_init(o);
+	opterr = 0;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, ":" SAMPLING_SHORTOPTS "h", attach_options, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			printf("%s%s%s", attach_head, sampling_usage, attach_tail);
+			return -1;
+		case ':':
+			return usage_error("attach", "option '%s' needs a value", argv[optind - 1]);
+		case '?':
+			return usage_error("attach", "unknown option '%s'", argv[optind - 1]);
+		default:
+			ret = sampling_parse_opt(c, optarg, o, "attach");
+			if (ret)
+				return ret == 1 ? usage_error("attach", "unknown option '%s'", argv[optind - 1]) : ret;
+		}
+	}
+	if (optind >= argc)
+		return usage_error("attach", "no process id given");
+	if (optind + 1 < argc)
+		return usage_error("attach", "one process id only, not '%s'", argv[optind + 1]);
+	if (!parse_ulong(argv[optind], 1, INT32_MAX, &v))
+		return usage_error("attach", "'%s' is not a process id", argv[optind]);
+	*pid = v;
+	return 0;
+}
+
+/* The state letter of a task from /proc/.../stat ('R', 'S', 'T', 't', 'Z'...), or 0. */
+static char task_state(pid_t pid, pid_t tid, unsigned long *flags)
+{
+	char path[96], buf[1024], *p;
+	unsigned long fl = 0;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return 0;
+	/* fields after the name: state ppid pgrp session tty tpgid flags */
+	if (flags && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &fl) == 1)
+		*flags = fl;
+	return p[2];
+}
+
+static size_t list_tasks(pid_t pid, pid_t **out)
+{
+	char path[64];
+	struct dirent *de;
+	pid_t *tids = NULL;
+	size_t nr = 0, alloc = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while ((de = readdir(d))) {
+		unsigned long v;
+
+		if (!parse_ulong(de->d_name, 1, INT32_MAX, &v))
+			continue;
+		ALLOC_GROW(tids, nr + 1, alloc);
+		tids[nr++] = v;
+	}
+	closedir(d);
+	/* the thread-group leader first: its events own the ring buffers */
+	for (size_t i = 0; i < nr; i++) {
+		if (tids[i] == pid) {
+			tids[i] = tids[0];
+			tids[0] = pid;
+		}
+	}
+	*out = tids;
+	return nr;
+}
+
+/* Waits (up to about 2 s) until every listed thread has stopped. */
+static bool wait_stopped(pid_t pid, const pid_t *tids, size_t nr)
+{
+	for (int round = 0; round < 400; round++) {
+		size_t stopped = 0;
+
+		for (size_t i = 0; i < nr; i++) {
+			char st = task_state(pid, tids[i], NULL);
+
+			stopped += st == 'T' || st == 't' || st == 0 || st == 'Z' || st == 'X';
+		}
+		if (stopped == nr)
+			return true;
+		usleep(5000);
+	}
+	return false;
+}
+
+/*
+ * Checks PID before touching it, so that each refusal has its own message;
+ * the kernel's own check (perf_event_open) still has the last word.
+ */
+static int check_target(pid_t pid)
+{
+	unsigned long flags = 0;
+	char st = task_state(pid, pid, &flags);
+
+	if (!st || st == 'Z' || st == 'X') {
+		error("no such process %d; 'ps' lists the running ones", (int)pid);
+		return EXIT_FAIL;
+	}
+	if (flags & 0x00200000) {	/* PF_KTHREAD */
+		error("process %d is a kernel thread; attach profiles user-space processes", (int)pid);
+		return EXIT_FAIL;
+	}
+	if (pid == getpid()) {
+		error("process %d is proftool itself", (int)pid);
+		return EXIT_FAIL;
+	}
+	if (kill(pid, 0) < 0 && errno == EPERM) {
+		error("not allowed to profile process %d of another user; run as its owner or as root "
+		      "(CAP_PERFMON), and check kernel.perf_event_paranoid and kernel.yama.ptrace_scope", (int)pid);
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
+static char *target_cmdline(pid_t pid)
+{
+	char path[64], buf[4096];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	f = fopen(path, "re");
+	n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	while (n && buf[n - 1] == '\0')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[n] = '\0';
+	if (!n)
+		snprintf(buf, sizeof(buf), "pid %d", (int)pid);
+	return xstrdup(buf);
+}
+
+static int do_attach(const struct sampling_opts *o, pid_t pid)
+{
+	struct sampler_opts so = { 0 };
+	struct sampling_run r = { .o = o, .target = pid };
+	pid_t *tids = NULL;
+	size_t nr;
+	bool was_stopped;
+	sigset_t waitmask;
+	char *cmdline;
+	int ret;
+
+	if ((ret = check_target(pid)) || (ret = sampling_check_output(o)))
+		return ret;
+	sampling_signals(&waitmask);
+	/*
+	 * inherit covers only tasks created after an event is opened, so every
+	 * existing thread gets its own events; stopping the process first
+	 * means none is created between listing and opening.
+	 */
+	was_stopped = task_state(pid, pid, NULL) == 'T';
+	if (!was_stopped && kill(pid, SIGSTOP) < 0) {
+		error("cannot stop process %d to attach: %s", (int)pid, strerror(errno));
+		return EXIT_FAIL;
+	}
+	nr = list_tasks(pid, &tids);
+	wait_stopped(pid, tids, nr);
+	so.pid = pid;
+	so.tids = tids;
+	so.nr_tids = nr;
+	r.sampler = nr ? sampling_open(o, &so) : NULL;
+	if (!r.sampler) {
+		if (!nr)
+			error("no such process %d", (int)pid);
+		if (!was_stopped)
+			kill(pid, SIGCONT);
+		free(tids);
+		return EXIT_FAIL;
+	}
+	cmdline = target_cmdline(pid);
+	r.command = cmdline;
+	sampling_begin(&r);
+	for (size_t i = 0; i < nr; i++)
+		sym_session_add_existing(r.syms, pid, tids[i]);
+	sampler_enable(r.sampler);
+	if (!was_stopped)
+		kill(pid, SIGCONT);
+	free(tids);
+
+	sampling_loop(&r, &waitmask);
+	ret = sampling_finish(&r);
+	free(cmdline);
+	return ret;
+}
 
 int cmd_attach(int argc, char **argv)
 {
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		fputs(attach_usage, stdout);
-		return EXIT_OK;
-	}
-	/* XXX: attach arrives with its own issue (existing threads, /proc maps, SIGSTOP dance). */
-	error("attach is not available in this version yet; use 'proftool record -- COMMAND'");
-	return EXIT_FAIL;
+	struct sampling_opts o;
+	pid_t pid = 0;
+	int ret = parse_options(argc, argv, &o, &pid);
+
+	if (ret)
+		return ret < 0 ? EXIT_OK : ret;
+	return do_attach(&o, pid);
 }

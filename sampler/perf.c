@@ -23,7 +23,9 @@
 		     PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD)
 
 struct cpu_buf {
-	int fd;
+	int fd;                 /* the first task's event: owns the ring buffer */
+	int *more;              /* the other tasks' events, writing into fd's buffer */
+	size_t nr_more, alloc_more;
 	int cpu;
 	void *base;             /* header page + data area */
 	size_t data_size;       /* bytes, a power of two */
@@ -226,19 +228,56 @@ static void close_events(struct sampler *s)
 		if (s->cpus[i].fd >= 0)
 			close(s->cpus[i].fd);
 		s->cpus[i].fd = -1;
+		for (size_t j = 0; j < s->cpus[i].nr_more; j++)
+			close(s->cpus[i].more[j]);
+		s->cpus[i].nr_more = 0;
 	}
+}
+
+static pid_t first_task(const struct sampler *s)
+{
+	return s->opts.nr_tids ? s->opts.tids[0] : s->opts.pid;
+}
+
+/*
+ * Events of the other tasks (attach), one per task and CPU, each writing
+ * into the ring buffer of its CPU's first event. A task that exits before
+ * its events open is skipped.
+ */
+static int open_more(struct sampler *s, char *err, size_t errlen)
+{
+	for (size_t t = 1; t < s->opts.nr_tids; t++) {
+		for (unsigned i = 0; i < s->nr_cpus; i++) {
+			struct cpu_buf *b = &s->cpus[i];
+			int fd = perf_open(&s->attr, s->opts.tids[t], b->cpu);
+
+			if (fd < 0 && errno == ESRCH)
+				break;
+			if (fd < 0 || ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, b->fd) < 0) {
+				int e = errno;
+
+				if (fd >= 0)
+					close(fd);
+				describe_open_error(e, &s->opts, err, errlen);
+				return -e;
+			}
+			ALLOC_GROW(b->more, b->nr_more + 1, b->alloc_more);
+			b->more[b->nr_more++] = fd;
+		}
+	}
+	return 0;
 }
 
 static int open_events(struct sampler *s, const int *cpus, char *err, size_t errlen)
 {
 	for (unsigned i = 0; i < s->nr_cpus; i++) {
-		int fd = perf_open(&s->attr, s->opts.pid, cpus[i]);
+		int fd = perf_open(&s->attr, first_task(s), cpus[i]);
 
 		if (fd < 0 && (errno == EACCES || errno == EPERM) && !s->attr.exclude_kernel) {
 			/* kernel samples need perf_event_paranoid <= 1 or CAP_PERFMON: user only then */
 			s->attr.exclude_kernel = 1;
 			s->attr.exclude_callchain_kernel = 1;
-			fd = perf_open(&s->attr, s->opts.pid, cpus[i]);
+			fd = perf_open(&s->attr, first_task(s), cpus[i]);
 		}
 		if (fd < 0) {
 			int e = errno;
@@ -302,7 +341,7 @@ static int open_and_map(struct sampler *s, const int *cpus, char *err, size_t er
 			s->cpus[i].data_size = data;
 		}
 		if (i == s->nr_cpus)
-			return 0;
+			return open_more(s, err, errlen);
 		while (i--) {
 			munmap(s->cpus[i].base, s->cpus[i].data_size + s->page_size);
 			s->cpus[i].base = NULL;
@@ -347,9 +386,12 @@ struct sampler *sampler_open(const struct sampler_opts *opts, char *err, size_t 
 
 static int ioctl_all(struct sampler *s, unsigned long req)
 {
-	for (unsigned i = 0; i < s->nr_cpus; i++)
+	for (unsigned i = 0; i < s->nr_cpus; i++) {
 		if (ioctl(s->cpus[i].fd, req, 0) < 0)
 			return -errno;
+		for (size_t j = 0; j < s->cpus[i].nr_more; j++)
+			ioctl(s->cpus[i].more[j], req, 0);
+	}
 	return 0;
 }
 
@@ -737,6 +779,9 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *st)
 		/* an inherited event's value includes its children, live and exited */
 		if (s->cpus[i].fd >= 0 && read(s->cpus[i].fd, &v, sizeof(v)) == sizeof(v))
 			st->count += v;
+		for (size_t j = 0; j < s->cpus[i].nr_more; j++)
+			if (read(s->cpus[i].more[j], &v, sizeof(v)) == sizeof(v))
+				st->count += v;
 	}
 }
 
@@ -744,12 +789,12 @@ void sampler_close(struct sampler *s)
 {
 	if (!s)
 		return;
-	for (unsigned i = 0; i < s->nr_cpus; i++) {
+	for (unsigned i = 0; i < s->nr_cpus; i++)
 		if (s->cpus[i].base)
 			munmap(s->cpus[i].base, s->cpus[i].data_size + s->page_size);
-		if (s->cpus[i].fd >= 0)
-			close(s->cpus[i].fd);
-	}
+	close_events(s);
+	for (unsigned i = 0; i < s->nr_cpus; i++)
+		free(s->cpus[i].more);
 	free(s->cpus);
 	free(s->arena);
 	free(s->pend);

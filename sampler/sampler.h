@@ -24,6 +24,8 @@ enum sampler_event {
 
 struct sampler_opts {
 	pid_t pid;              /* task to follow, with everything it creates afterwards */
+	const pid_t *tids;      /* or these tasks (attach: every thread that exists) */
+	size_t nr_tids;         /* 0: use pid */
 	unsigned freq;          /* samples per second of CPU time */
 	enum sampler_event event;
 	enum sampler_callgraph callgraph;

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+/* Options, sampling loop, status line and profile writing shared by record and attach. */
+#include "sampling.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/atomic.h"
+#include "base/base.h"
+#include "cmd.h"
+#include "profile/profile.h"
+#include "symbolize/symbolize.h"
+
+/*
+ * Bytes of user stack copied per sample with -g dwarf. Measured on python3
+ * running recursive code: 8 KiB completed 66 % of stacks, 16 KiB 82 %,
+ * 32 KiB 91 %, and 64 KiB began to lose samples to full ring buffers.
+ */
+#define DEFAULT_STACK_SIZE 32768
+
+const char sampling_usage[] =
+	"  -o FILE              write the profile to FILE (default proftool.data)\n"
+	"  -F HZ                samples per second of CPU time per thread, 1..10000 (default 999)\n"
+	"  -g dwarf|fp|none     unwind stacks with DWARF CFI from a copy of the user stack\n"
+	"                       (default), follow frame pointers, or keep the sampled\n"
+	"                       function only\n"
+	"  --stack-size BYTES   user stack copied per sample with -g dwarf, a multiple of 8\n"
+	"                       from 1024 to 65528 (default 32768)\n"
+	"  --user-only          leave out kernel frames (time in the kernel still counts,\n"
+	"                       under the user function that entered it)\n"
+	"  -e EVENT             cpu-clock, task-clock, cycles, instructions (default cpu-clock)\n"
+	"  --backend auto|perf|ptrace\n"
+	"                       sampling mechanism (default auto = perf; ptrace is not available yet)\n"
+	"  --mode cpu|wall      on-CPU samples (default); wall is not available yet\n";
+
+void sampling_opts_init(struct sampling_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->output = "proftool.data";
+	o->stack_size = DEFAULT_STACK_SIZE;
+	o->freq = 999;
+	o->callgraph = SAMPLER_CG_DWARF;
+	o->event = SAMPLER_EVENT_CPU_CLOCK;
+}
+
+int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const char *command)
+{
+	unsigned long v;
+
+	switch (c) {
+	case 'o':
+		if (!*arg)
+			return usage_error(command, "-o needs a file name");
+		o->output = arg;
+		return 0;
+	case 'F':
+		if (!parse_ulong(arg, 1, 10000, &o->freq))
+			return usage_error(command, "-F must be a whole number from 1 to 10000, not '%s'", arg);
+		return 0;
+	case 'g':
+		if (!strcmp(arg, "fp"))
+			o->callgraph = SAMPLER_CG_FP;
+		else if (!strcmp(arg, "none"))
+			o->callgraph = SAMPLER_CG_NONE;
+		else if (!strcmp(arg, "dwarf"))
+			o->callgraph = SAMPLER_CG_DWARF;
+		else
+			return usage_error(command, "-g takes dwarf, fp or none, not '%s'", arg);
+		return 0;
+	case 'e':
+		if (sampler_event_parse(arg, &o->event) < 0)
+			return usage_error(command, "unknown event '%s' (use cpu-clock, task-clock, cycles or instructions)", arg);
+		return 0;
+	case OPT_BACKEND:
+		if (!strcmp(arg, "ptrace")) {
+			error("--backend ptrace is not available in this version yet; use --backend perf");
+			return EXIT_USAGE;
+		}
+		if (strcmp(arg, "auto") && strcmp(arg, "perf"))
+			return usage_error(command, "--backend takes auto, perf or ptrace, not '%s'", arg);
+		return 0;
+	case OPT_MODE:
+		if (!strcmp(arg, "wall")) {
+			error("--mode wall is not available in this version yet; use --mode cpu");
+			return EXIT_USAGE;
+		}
+		if (strcmp(arg, "cpu"))
+			return usage_error(command, "--mode takes cpu or wall, not '%s'", arg);
+		return 0;
+	case OPT_DURATION:
+		if (!parse_seconds(arg, &o->duration))
+			return usage_error(command, "--duration must be a positive number of seconds, not '%s'", arg);
+		return 0;
+	case OPT_STACK_SIZE:
+		if (!parse_ulong(arg, 1024, 65528, &v) || v % 8)
+			return usage_error(command, "--stack-size must be a multiple of 8 from 1024 to 65528, not '%s'", arg);
+		o->stack_size = v;
+		return 0;
+	case OPT_USER_ONLY:
+		o->user_only = true;
+		return 0;
+	case 'q':
+		o->quiet = true;
+		return 0;
+	default:
+		return 1;
+	}
+}
+
+int sampling_check_output(const struct sampling_opts *o)
+{
+	struct atomic_file af;
+	int ret = atomic_open(&af, o->output, 0644);
+
+	if (ret < 0) {
+		error("cannot create '%s': %s", o->output, strerror(-ret));
+		return EXIT_FAIL;
+	}
+	atomic_abort(&af);
+	return 0;
+}
+
+/* Signals only set flags; the loop acts on them (perf record's way). */
+static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t got_child;
+
+static void on_signal(int sig)
+{
+	if (sig == SIGCHLD)
+		got_child = 1;
+	else
+		got_signal = sig;
+}
+
+void sampling_signals(sigset_t *waitmask)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
+	struct sigaction sa;
+	sigset_t block;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&block);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+		sigaction(sigs[i], &sa, NULL);
+		sigaddset(&block, sigs[i]);
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* blocked except while waiting in ppoll, so no signal is missed between checks */
+	sigprocmask(SIG_BLOCK, &block, waitmask);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		sigdelset(waitmask, sigs[i]);
+}
+
+/* Lets file descriptors for every mapped library stay open until symbolization. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+struct sampler *sampling_open(const struct sampling_opts *o, struct sampler_opts *so)
+{
+	struct sampler *s;
+	char err[512];
+
+	raise_fd_limit();
+	so->freq = o->freq;
+	so->event = o->event;
+	so->callgraph = o->callgraph;
+	so->stack_size = o->stack_size;
+	so->user_only = o->user_only;
+	s = sampler_open(so, err, sizeof(err));
+	if (!s)
+		error("%s", err);
+	return s;
+}
+
+void sampling_begin(struct sampling_run *r)
+{
+	r->tty = !r->o->quiet && isatty(STDERR_FILENO);
+	r->status = -1;
+	r->start_ns = time_mono_ns();
+	r->start_real_ns = time_real_ns();
+	r->syms = sym_session_new(&(struct sym_opts){ .start_ns = r->start_ns,
+						     .weight_ns = 1000000000ull / r->o->freq });
+}
+
+static int feed(const struct sampler_rec *rec, void *arg)
+{
+	return sym_session_add(arg, rec);
+}
+
+static void status_line(struct sampling_run *r)
+{
+	uint64_t now = time_mono_ns();
+	struct sampler_stats st;
+	struct sym_counts c;
+
+	if (!r->tty || now - r->last_status_ns < 250000000ull)
+		return;
+	r->last_status_ns = now;
+	sampler_get_stats(r->sampler, &st);
+	sym_session_counts(r->syms, &c);
+	fprintf(stderr, "\rproftool: recording %.1f s, %" PRIu64 " samples, %" PRIu64
+		" lost, %zu process%s, %zu thread%s\033[K", (now - r->start_ns) / 1e9, st.samples,
+		st.lost, c.processes, c.processes == 1 ? "" : "es", c.threads, c.threads == 1 ? "" : "s");
+}
+
+/* Whether the attached process has gone (or is a zombie waiting for its parent). */
+static bool target_gone(pid_t pid)
+{
+	char path[64], buf[512], *close_paren;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return true;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	close_paren = strrchr(buf, ')');
+	return !close_paren || close_paren[1] != ' ' || close_paren[2] == 'Z' || close_paren[2] == 'X';
+}
+
+void sampling_loop(struct sampling_run *r, const sigset_t *waitmask)
+{
+	uint64_t deadline = r->o->duration > 0 ? r->start_ns + (uint64_t)(r->o->duration * 1e9) : 0;
+	int interrupts = 0;
+
+	while (r->status < 0) {
+		int sig, ret = sampler_read(r->sampler, 100, waitmask, feed, r->syms);
+
+		if (ret < 0)
+			break;
+		if (got_child && r->child > 0) {
+			pid_t w;
+			int st;
+
+			got_child = 0;
+			while ((w = waitpid(r->child, &st, WNOHANG)) < 0 && errno == EINTR)
+				;
+			if (w == r->child)
+				r->status = st;
+		}
+		sig = got_signal;
+		if (sig) {
+			got_signal = 0;
+			if (r->child <= 0) {
+				r->interrupted = true;
+				break;
+			}
+			/* the command decides what an interrupt means; we keep recording */
+			kill(r->child, sig);
+			if (++interrupts >= 3)
+				break;
+		}
+		if (r->target > 0 && target_gone(r->target))
+			break;
+		if (deadline && time_mono_ns() >= deadline)
+			break;
+		status_line(r);
+	}
+	r->end_ns = time_mono_ns();
+}
+
+static void finish_progress(size_t done, size_t total, void *arg)
+{
+	struct sampling_run *r = arg;
+
+	if (r->tty)
+		fprintf(stderr, "\rproftool: symbolizing %zu/%zu addresses\033[K", done, total);
+}
+
+static char *uname_field(bool host)
+{
+	struct utsname u;
+
+	if (uname(&u) < 0)
+		return NULL;
+	return xstrdup(host ? u.nodename : u.release);
+}
+
+static void fill_meta(struct profile *p, const struct sampling_run *r, uint64_t count)
+{
+	struct profile_meta *m = &p->meta;
+	const struct sampling_opts *o = r->o;
+
+	m->tool_version = xstrdup(PROFTOOL_VERSION);
+	m->command = xstrdup(r->command);
+	m->event = xstrdup(sampler_event_name(o->event));
+	m->callgraph = xstrdup(o->callgraph == SAMPLER_CG_FP ? "fp" :
+			       o->callgraph == SAMPLER_CG_DWARF ? "dwarf" : "none");
+	m->mode = xstrdup("cpu");
+	m->backend = xstrdup("perf");
+	m->host = uname_field(true);
+	m->kernel = uname_field(false);
+	m->freq = o->freq;
+	m->period_ns = 1000000000ull / o->freq;
+	m->start_real_ns = r->start_real_ns;
+	m->duration_ns = r->end_ns - r->start_ns;
+	/* clock events count nanoseconds of CPU time: the base of the achieved rate */
+	m->cpu_time_ns = o->event <= SAMPLER_EVENT_TASK_CLOCK ? count : 0;
+	if (r->status >= 0)
+		m->exit_status = WIFEXITED(r->status) ? WEXITSTATUS(r->status) :
+				 WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status) : -1;
+}
+
+int sampling_finish(struct sampling_run *r)
+{
+	const struct sampling_opts *o = r->o;
+	struct sampler_stats st;
+	struct profile *p;
+	char err[512];
+	int ret = 0;
+
+	sampler_disable(r->sampler);
+	sampler_flush(r->sampler, feed, r->syms);
+	sampler_get_stats(r->sampler, &st);
+	/* the events go before the slow part: an attached target runs free again */
+	sampler_close(r->sampler);
+	r->sampler = NULL;
+	if (r->tty)
+		fputs("\r\033[K", stderr);
+	p = sym_session_finish(r->syms, finish_progress, r);
+	if (r->tty)
+		fputs("\r\033[K", stderr);
+	fill_meta(p, r, st.count);
+	if (profile_write(p, o->output, err, sizeof(err)) < 0) {
+		error("%s; the profile was not saved (check the path and free space)", err);
+		ret = EXIT_FAIL;
+	} else if (!o->quiet) {
+		double cpu = p->meta.cpu_time_ns / 1e9;
+		size_t nr_procs, nr_threads;
+
+		profile_count_sampled(p, &nr_procs, &nr_threads);
+		if (!p->nr_samples)
+			error("warning: no samples were recorded (the target used %.3f s of CPU); "
+			      "raise -F or profile a longer run", cpu);
+		fprintf(stderr, "proftool: wrote %s: %zu sample%s, %" PRIu64 " lost, %zu process%s, %zu thread%s, %.2f s",
+			o->output, p->nr_samples, p->nr_samples == 1 ? "" : "s", p->meta.lost, nr_procs,
+			nr_procs == 1 ? "" : "es", nr_threads, nr_threads == 1 ? "" : "s",
+			p->meta.duration_ns / 1e9);
+		if (cpu > 0)
+			fprintf(stderr, "; %.0f Hz achieved of %lu Hz requested", p->nr_samples / cpu, o->freq);
+		fputc('\n', stderr);
+	}
+	profile_free(p);
+	sym_session_free(r->syms);
+	r->syms = NULL;
+	return ret;
+}

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+/* What record and attach share: sampling options, the sampling loop, writing the profile. */
+#ifndef PROFTOOL_CMD_SAMPLING_H
+#define PROFTOOL_CMD_SAMPLING_H
+
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sampler/sampler.h"
+
+struct sampling_opts {
+	const char *output;
+	unsigned long freq;
+	enum sampler_callgraph callgraph;
+	enum sampler_event event;
+	unsigned long stack_size; /* bytes of stack per sample with -g dwarf */
+	double duration;        /* seconds, 0 = until the target ends */
+	bool quiet;
+	bool user_only;
+};
+
+enum {
+	OPT_BACKEND = 256,
+	OPT_MODE,
+	OPT_DURATION,
+	OPT_STACK_SIZE,
+	OPT_USER_ONLY,
+	OPT_HELP,
+};
+
+/* Short options and long options every sampling command takes. */
+#define SAMPLING_SHORTOPTS "o:F:g:e:q"
+#define SAMPLING_LONGOPTS                                                   \
+	{ "backend", required_argument, NULL, OPT_BACKEND },                \
+	{ "mode", required_argument, NULL, OPT_MODE },                      \
+	{ "duration", required_argument, NULL, OPT_DURATION },              \
+	{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },          \
+	{ "user-only", no_argument, NULL, OPT_USER_ONLY }
+
+/* The help lines for those options, shared by the usage texts. */
+extern const char sampling_usage[];
+
+void sampling_opts_init(struct sampling_opts *o);
+/*
+ * Handles option C of COMMAND. Returns 0 when handled, 1 when C is not a
+ * sampling option, or EXIT_USAGE after printing the error.
+ */
+int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const char *command);
+
+/* Checks that the profile can be created before any work is done; prints and returns EXIT_FAIL if not. */
+int sampling_check_output(const struct sampling_opts *o);
+
+/*
+ * One sampling run. The caller opens the sampler, then runs the loop
+ * until its target ends, --duration passes or (for attach) an interrupt.
+ */
+struct sampling_run {
+	const struct sampling_opts *o;
+	struct sampler *sampler;
+	struct sym_session *syms;
+	const char *command;     /* what was profiled, for the profile's meta */
+	uint64_t start_ns, start_real_ns, end_ns;
+	int status;              /* record: wait status of the command, -1 while it runs */
+	pid_t child;             /* record: the command, which gets our signals */
+	pid_t target;            /* attach: the process whose end stops the run */
+	bool interrupted;        /* attach: stopped by SIGINT, SIGTERM or SIGHUP */
+	bool tty;
+	uint64_t last_status_ns;
+};
+
+/*
+ * Installs the signal handlers (they only set flags) and blocks the signals
+ * outside the loop's wait; WAITMASK receives the mask to wait with.
+ */
+void sampling_signals(sigset_t *waitmask);
+/* Opens the sampler with the options in O; prints the error and returns NULL on failure. */
+struct sampler *sampling_open(const struct sampling_opts *o, struct sampler_opts *so);
+void sampling_begin(struct sampling_run *r);
+void sampling_loop(struct sampling_run *r, const sigset_t *waitmask);
+/*
+ * Drains what is left, symbolizes, writes the profile and prints the
+ * closing line. Returns 0 or EXIT_FAIL; frees the run's sampler and session.
+ */
+int sampling_finish(struct sampling_run *r);
+
+#endif

@@ -1,0 +1,147 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# proftool attach: a running process is profiled and left exactly as it was.
+
+load helpers
+
+teardown() {
+	[ -n "${target:-}" ] && kill -KILL "$target" 2>/dev/null || true
+	[ -n "${stopped:-}" ] && kill -KILL "$stopped" 2>/dev/null || true
+	return 0
+}
+
+# state PID: the one-letter state from /proc/PID/stat
+state() {
+	sed 's/.*) \(.\).*/\1/' "/proc/$1/stat"
+}
+
+tracer() {
+	awk '/^TracerPid:/ { print $2 }' "/proc/$1/status"
+}
+
+# Waits until proftool (pid $1) holds perf events and the target (pid $2) runs again.
+wait_attached() {
+	for _ in $(seq 200); do
+		if ls -l "/proc/$1/fd" 2>/dev/null | grep -q 'perf_event' && [ "$(state "$2")" != T ]; then
+			return 0
+		fi
+		sleep 0.02
+	done
+	return 1
+}
+
+@test "attach to a running 50/30/20 program: shares right, target left running and untraced" {
+	"$WORKLOADS_NOFP/split" 8 >out.txt 2>&1 &
+	target=$!
+	sleep 0.2
+	run --separate-stderr "$PROFTOOL" attach -q --duration 2 -o a.data "$target"
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	# still running, not stopped, not traced
+	[ -d "/proc/$target" ]
+	[[ "$(state "$target")" == [RS] ]]
+	[ "$(tracer "$target")" = 0 ]
+	run --separate-stderr "$PROFTOOL" report --format folded a.data
+	[ "$status" -eq 0 ]
+	near "$(self_share leaf_a <<<"$output")" 50 5
+	near "$(self_share leaf_b <<<"$output")" 30 5
+	near "$(self_share leaf_c <<<"$output")" 20 5
+	at_least "$(ancestor_share leaf_a main <<<"$output")" 95
+	# and it finishes normally
+	kill -TERM "$target"
+	wait "$target" && st=0 || st=$?
+	[ "$st" -eq 143 ]
+	target=
+}
+
+@test "attach follows a thread and a child created after it attached" {
+	"$WORKLOADS_NOFP/late" go >/dev/null 2>&1 &
+	target=$!
+	"$PROFTOOL" attach -q --duration 4 -o late.data "$target" &
+	rec=$!
+	wait_attached "$rec" "$target"
+	touch go
+	wait "$target" && st=0 || st=$?
+	[ "$st" -eq 0 ]
+	target=
+	wait "$rec"
+	run --separate-stderr "$PROFTOOL" report --per-thread late.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"=== late-main (pid "* ]]
+	[[ "$output" == *"=== late-thread (pid "* ]]
+	[[ "$output" == *"=== late-child (pid "* ]]
+	[[ "$output" == *"(late_thread_work)"* ]]
+	[[ "$output" == *"(late_child_work)"* ]]
+}
+
+@test "SIGINT stops attach, writes the profile and leaves the target running" {
+	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
+	target=$!
+	"$PROFTOOL" attach -q -o int.data "$target" &
+	rec=$!
+	wait_attached "$rec" "$target"
+	sleep 0.5
+	kill -INT "$rec"
+	wait "$rec" && st=0 || st=$?
+	[ "$st" -eq 0 ]
+	[[ "$(state "$target")" == [RS] ]]
+	[ "$(tracer "$target")" = 0 ]
+	run --separate-stderr "$PROFTOOL" report --format folded int.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *leaf_a* ]]
+}
+
+@test "attach ends when the target exits, with its whole profile" {
+	"$WORKLOADS_NOFP/split" 1 >/dev/null 2>&1 &
+	target=$!
+	run --separate-stderr "$PROFTOOL" attach -q -o end.data "$target"
+	[ "$status" -eq 0 ]
+	target=
+	run --separate-stderr "$PROFTOOL" report --format folded end.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *leaf_a* ]]
+}
+
+@test "a process that was stopped is left stopped" {
+	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
+	stopped=$!
+	kill -STOP "$stopped"
+	for _ in $(seq 100); do [ "$(state "$stopped")" = T ] && break; sleep 0.01; done
+	run --separate-stderr "$PROFTOOL" attach -q --duration 0.3 -o st.data "$stopped"
+	[ "$status" -eq 0 ]
+	[ "$(state "$stopped")" = T ]
+}
+
+@test "attach errors: no such process, a kernel thread, bad arguments" {
+	run --separate-stderr "$PROFTOOL" attach 2147483646
+	[ "$status" -eq 1 ]
+	one_error_line
+	[[ "$stderr" == "proftool: no such process 2147483646"* ]]
+	kthread=$(awk '$1 == "Name:" && $2 == "kthreadd" { print FILENAME }' /proc/[0-9]*/status 2>/dev/null | head -n1 | cut -d/ -f3)
+	if [ -n "$kthread" ]; then
+		run --separate-stderr "$PROFTOOL" attach "$kthread"
+		[ "$status" -eq 1 ]
+		one_error_line
+		[[ "$stderr" == *"kernel thread"* ]]
+	fi
+	run --separate-stderr "$PROFTOOL" attach
+	[ "$status" -eq 2 ] && one_error_line
+	run --separate-stderr "$PROFTOOL" attach abc
+	[ "$status" -eq 2 ] && one_error_line
+	run --separate-stderr "$PROFTOOL" attach 1 2
+	[ "$status" -eq 2 ] && one_error_line
+}
+
+@test "an unprivileged user cannot attach to another user's process" {
+	[ "$(id -u)" = 0 ] || skip "needs root to run a process as another user"
+	command -v setpriv >/dev/null || skip "setpriv (util-linux) is missing"
+	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
+	target=$!
+	run --separate-stderr setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$PROFTOOL" attach -q --duration 0.5 -o /tmp/never.data "$target"
+	[ "$status" -eq 1 ]
+	one_error_line
+	[[ "$stderr" == *"not allowed"* ]]
+	[[ "$(state "$target")" == [RS] ]]
+	[ ! -e /tmp/never.data ]
+}
