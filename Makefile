@@ -8,7 +8,7 @@ CFLAGS    ?= -O2 -g
 WARNINGS  := -std=c11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
              -Wmissing-prototypes -Wvla -Wno-format-nonliteral
 CPPFLAGS  += -D_GNU_SOURCE -DPROFTOOL_VERSION='"$(VERSION)"' -I. -MMD -MP
-LDLIBS    := -ldw -lelf -ljansson -lz -lstdc++
+LDLIBS    := -ldw -lelf -ljansson -lz -lstdc++ -lm
 SANITIZE  :=
 
 LIB_SRCS  := $(wildcard base/*.c profile/*.c sampler/*.c symbolize/*.c report/*.c)
@@ -59,6 +59,10 @@ $(O)/workloads-nofp/%: tests/workloads/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_NOFP) -o $@ $<
 
+$(O)/tests/tools/%: tests/tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WL_CFLAGS) -o $@ $<
+
 $(O)/workloads/%: tests/workloads/%.cc
 	@mkdir -p $(dir $@)
 	g++ -std=c++17 -O2 -g -fomit-frame-pointer -Wall -Wextra -Werror -o $@ $<
@@ -72,8 +76,11 @@ deps-check:
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
 
-bats: all $(WL_BINS)
+TOOLS     := $(patsubst tests/tools/%.c,$(O)/tests/tools/%,$(wildcard tests/tools/*.c))
+
+bats: all $(WL_BINS) $(TOOLS)
 	PROFTOOL=$(abspath $(O)/proftool) WORKLOADS=$(abspath $(O)/workloads) \
+		TOOLS=$(abspath $(O)/tests/tools) \
 		WORKLOADS_NOFP=$(abspath $(O)/workloads-nofp) \
 		$(BATS) --tap tests/*.bats
 

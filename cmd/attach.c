@@ -56,6 +56,8 @@ static int parse_options(int argc, char **argv, struct sampling_opts *o, pid_t *
 				return ret == 1 ? usage_error("attach", "unknown option '%s'", argv[optind - 1]) : ret;
 		}
 	}
+	if ((ret = sampling_validate(o, "attach")))
+		return ret;
 	if (optind >= argc)
 		return usage_error("attach", "no process id given");
 	if (optind + 1 < argc)
@@ -191,7 +193,7 @@ static char *target_cmdline(pid_t pid)
 	return xstrdup(buf);
 }
 
-static int do_attach(const struct sampling_opts *o, pid_t pid)
+static int do_attach(struct sampling_opts *o, pid_t pid)
 {
 	struct sampler_opts so = { 0 };
 	struct sampling_run r = { .o = o, .target = pid };

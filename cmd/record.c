@@ -56,6 +56,8 @@ static int parse_options(int argc, char **argv, struct sampling_opts *o, char **
 	}
 	if (optind >= argc)
 		return usage_error("record", "no command given after '--'");
+	if ((ret = sampling_validate(o, "record")))
+		return ret;
 	*command = argv + optind;
 	return 0;
 }
@@ -103,7 +105,7 @@ static int exit_status_of(int status)
 	return EXIT_FAIL;
 }
 
-static int do_record(const struct sampling_opts *o, char **command)
+static int do_record(struct sampling_opts *o, char **command)
 {
 	struct sampler_opts so = { .enable_on_exec = true };
 	struct sampling_run r = { .o = o };
@@ -136,8 +138,11 @@ static int do_record(const struct sampling_opts *o, char **command)
 	sampling_begin(&r);
 	ret = sampler_spawn_start(&child);
 	if (ret < 0) {
-		while (waitpid(child.pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		int st;
+
+		/* the child exits 127 at once; the sampler (a tracer, maybe) collects it */
+		while (!sampler_reap(r.sampler, child.pid, &st))
+			usleep(1000);
 		error("cannot run '%s': %s", command[0], strerror(-ret));
 		sampler_close(r.sampler);
 		sym_session_free(r.syms);

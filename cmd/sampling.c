@@ -37,8 +37,11 @@ const char sampling_usage[] =
 	"                       under the user function that entered it)\n"
 	"  -e EVENT             cpu-clock, task-clock, cycles, instructions (default cpu-clock)\n"
 	"  --backend auto|perf|ptrace\n"
-	"                       sampling mechanism (default auto = perf; ptrace is not available yet)\n"
-	"  --mode cpu|wall      on-CPU samples (default); wall is not available yet\n";
+	"                       perf_event_open, or ptrace (stops threads to sample them;\n"
+	"                       needs no perf_event permission); auto (default) uses perf\n"
+	"                       and falls back to ptrace where perf_event_open is denied\n"
+	"  --mode cpu|wall      on-CPU samples (default), or wall-clock samples of every\n"
+	"                       thread, running or blocked (uses the ptrace backend)\n";
 
 void sampling_opts_init(struct sampling_opts *o)
 {
@@ -79,19 +82,21 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 			return usage_error(command, "unknown event '%s' (use cpu-clock, task-clock, cycles or instructions)", arg);
 		return 0;
 	case OPT_BACKEND:
-		if (!strcmp(arg, "ptrace")) {
-			error("--backend ptrace is not available in this version yet; use --backend perf");
-			return EXIT_USAGE;
-		}
-		if (strcmp(arg, "auto") && strcmp(arg, "perf"))
+		if (!strcmp(arg, "auto"))
+			o->backend = BACKEND_AUTO;
+		else if (!strcmp(arg, "perf"))
+			o->backend = BACKEND_PERF;
+		else if (!strcmp(arg, "ptrace"))
+			o->backend = BACKEND_PTRACE;
+		else
 			return usage_error(command, "--backend takes auto, perf or ptrace, not '%s'", arg);
 		return 0;
 	case OPT_MODE:
-		if (!strcmp(arg, "wall")) {
-			error("--mode wall is not available in this version yet; use --mode cpu");
-			return EXIT_USAGE;
-		}
-		if (strcmp(arg, "cpu"))
+		if (!strcmp(arg, "wall"))
+			o->wall = true;
+		else if (!strcmp(arg, "cpu"))
+			o->wall = false;
+		else
 			return usage_error(command, "--mode takes cpu or wall, not '%s'", arg);
 		return 0;
 	case OPT_DURATION:
@@ -112,6 +117,13 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 	default:
 		return 1;
 	}
+}
+
+int sampling_validate(const struct sampling_opts *o, const char *command)
+{
+	if (o->wall && o->backend == BACKEND_PERF)
+		return usage_error(command, "--mode wall samples with ptrace; use --backend ptrace or auto");
+	return 0;
 }
 
 int sampling_check_output(const struct sampling_opts *o)
@@ -171,7 +183,7 @@ static void raise_fd_limit(void)
 	}
 }
 
-struct sampler *sampling_open(const struct sampling_opts *o, struct sampler_opts *so)
+struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 {
 	struct sampler *s;
 	char err[512];
@@ -182,9 +194,22 @@ struct sampler *sampling_open(const struct sampling_opts *o, struct sampler_opts
 	so->callgraph = o->callgraph;
 	so->stack_size = o->stack_size;
 	so->user_only = o->user_only;
+	so->wall = o->wall;
+	/* wall-clock samples of blocked threads are what ptrace sampling gives */
+	so->backend = o->backend == BACKEND_PTRACE || o->wall ? SAMPLER_BACKEND_PTRACE :
+		      SAMPLER_BACKEND_PERF;
 	s = sampler_open(so, err, sizeof(err));
+	if (!s && o->backend == BACKEND_AUTO && so->backend == SAMPLER_BACKEND_PERF &&
+	    (errno == EACCES || errno == EPERM || errno == ENOSYS)) {
+		if (!o->quiet)
+			error("notice: perf_event_open is not permitted here (%s); sampling with ptrace instead",
+			      errno == ENOSYS ? "blocked by a seccomp filter or missing" : strerror(errno));
+		so->backend = SAMPLER_BACKEND_PTRACE;
+		s = sampler_open(so, err, sizeof(err));
+	}
 	if (!s)
 		error("%s", err);
+	o->used = so->backend;
 	return s;
 }
 
@@ -248,13 +273,11 @@ void sampling_loop(struct sampling_run *r, const sigset_t *waitmask)
 		if (ret < 0)
 			break;
 		if (got_child && r->child > 0) {
-			pid_t w;
 			int st;
 
 			got_child = 0;
-			while ((w = waitpid(r->child, &st, WNOHANG)) < 0 && errno == EINTR)
-				;
-			if (w == r->child)
+			/* ptrace reports every stop as SIGCHLD: the sampler knows which is the exit */
+			if (sampler_reap(r->sampler, r->child, &st))
 				r->status = st;
 		}
 		sig = got_signal;
@@ -305,8 +328,8 @@ static void fill_meta(struct profile *p, const struct sampling_run *r, uint64_t 
 	m->event = xstrdup(sampler_event_name(o->event));
 	m->callgraph = xstrdup(o->callgraph == SAMPLER_CG_FP ? "fp" :
 			       o->callgraph == SAMPLER_CG_DWARF ? "dwarf" : "none");
-	m->mode = xstrdup("cpu");
-	m->backend = xstrdup("perf");
+	m->mode = xstrdup(o->wall ? "wall" : "cpu");
+	m->backend = xstrdup(o->used == SAMPLER_BACKEND_PTRACE ? "ptrace" : "perf");
 	m->host = uname_field(true);
 	m->kernel = uname_field(false);
 	m->freq = o->freq;

@@ -20,6 +20,9 @@ struct sampling_opts {
 	double duration;        /* seconds, 0 = until the target ends */
 	bool quiet;
 	bool user_only;
+	enum { BACKEND_AUTO, BACKEND_PERF, BACKEND_PTRACE } backend;
+	bool wall;              /* --mode wall */
+	enum sampler_backend used; /* what sampling_open settled on */
 };
 
 enum {
@@ -50,6 +53,9 @@ void sampling_opts_init(struct sampling_opts *o);
  */
 int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const char *command);
 
+/* Checks combinations of options; prints and returns EXIT_USAGE when they clash. */
+int sampling_validate(const struct sampling_opts *o, const char *command);
+
 /* Checks that the profile can be created before any work is done; prints and returns EXIT_FAIL if not. */
 int sampling_check_output(const struct sampling_opts *o);
 
@@ -58,7 +64,7 @@ int sampling_check_output(const struct sampling_opts *o);
  * until its target ends, --duration passes or (for attach) an interrupt.
  */
 struct sampling_run {
-	const struct sampling_opts *o;
+	const struct sampling_opts *o;  /* after sampling_open: it records the backend used */
 	struct sampler *sampler;
 	struct sym_session *syms;
 	const char *command;     /* what was profiled, for the profile's meta */
@@ -77,7 +83,7 @@ struct sampling_run {
  */
 void sampling_signals(sigset_t *waitmask);
 /* Opens the sampler with the options in O; prints the error and returns NULL on failure. */
-struct sampler *sampling_open(const struct sampling_opts *o, struct sampler_opts *so);
+struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so);
 void sampling_begin(struct sampling_run *r);
 void sampling_loop(struct sampling_run *r, const sigset_t *waitmask);
 /*

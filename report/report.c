@@ -164,9 +164,11 @@ static void print_header(FILE *out, const struct profile *p, const struct report
 
 		gmtime_r(&t, &tm);
 		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-		fprintf(out, "Recorded %s on %s (%s), event %s, call graph %s\n", when,
+		fprintf(out, "Recorded %s on %s (%s), event %s, call graph %s, %s mode, %s backend\n", when,
 			m->host ? m->host : "?", m->kernel ? m->kernel : "?",
-			m->event ? m->event : "?", m->callgraph ? m->callgraph : "?");
+			m->event ? m->event : "?", m->callgraph ? m->callgraph : "?",
+			m->mode && !strcmp(m->mode, "wall") ? "wall-clock" : "on-CPU",
+			m->backend ? m->backend : "perf");
 	}
 	fprintf(out, "%" PRIu64 " sample%s over %.3f s from %zu process%s and %zu thread%s\n",
 		kept, kept == 1 ? "" : "s", secs, nr_procs, nr_procs == 1 ? "" : "es", nr_threads, nr_threads == 1 ? "" : "s");

@@ -39,7 +39,7 @@ struct pending {
 	uint32_t len;
 };
 
-struct sampler {
+struct perf_sampler {
 	struct sampler_opts opts;
 	struct perf_event_attr attr;
 	struct cpu_buf *cpus;
@@ -141,7 +141,7 @@ static int perf_open(struct perf_event_attr *attr, pid_t pid, int cpu)
 	return syscall(SYS_perf_event_open, attr, pid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
 }
 
-static void setup_attr(struct sampler *s)
+static void setup_attr(struct perf_sampler *s)
 {
 	struct perf_event_attr *a = &s->attr;
 	const struct sampler_opts *o = &s->opts;
@@ -222,7 +222,7 @@ static void describe_open_error(int e, const struct sampler_opts *o, char *err, 
 		sampler_set_err(err, errlen, "perf_event_open failed: %s", strerror(e));
 }
 
-static void close_events(struct sampler *s)
+static void close_events(struct perf_sampler *s)
 {
 	for (unsigned i = 0; i < s->nr_cpus; i++) {
 		if (s->cpus[i].fd >= 0)
@@ -234,7 +234,7 @@ static void close_events(struct sampler *s)
 	}
 }
 
-static pid_t first_task(const struct sampler *s)
+static pid_t first_task(const struct perf_sampler *s)
 {
 	return s->opts.nr_tids ? s->opts.tids[0] : s->opts.pid;
 }
@@ -244,7 +244,7 @@ static pid_t first_task(const struct sampler *s)
  * into the ring buffer of its CPU's first event. A task that exits before
  * its events open is skipped.
  */
-static int open_more(struct sampler *s, char *err, size_t errlen)
+static int open_more(struct perf_sampler *s, char *err, size_t errlen)
 {
 	for (size_t t = 1; t < s->opts.nr_tids; t++) {
 		for (unsigned i = 0; i < s->nr_cpus; i++) {
@@ -268,7 +268,7 @@ static int open_more(struct sampler *s, char *err, size_t errlen)
 	return 0;
 }
 
-static int open_events(struct sampler *s, const int *cpus, char *err, size_t errlen)
+static int open_events(struct perf_sampler *s, const int *cpus, char *err, size_t errlen)
 {
 	for (unsigned i = 0; i < s->nr_cpus; i++) {
 		int fd = perf_open(&s->attr, first_task(s), cpus[i]);
@@ -292,7 +292,7 @@ static int open_events(struct sampler *s, const int *cpus, char *err, size_t err
 }
 
 /* The largest data area (pages, a power of two) the unprivileged budget allows per CPU. */
-static size_t budget_pages(const struct sampler *s)
+static size_t budget_pages(const struct perf_sampler *s)
 {
 	long kb = sampler_read_long("/proc/sys/kernel/perf_event_mlock_kb", 516);
 	size_t fit = kb > 0 ? (size_t)kb * 1024 / s->page_size : 2, pages = 1;
@@ -309,7 +309,7 @@ static size_t budget_pages(const struct sampler *s)
  * wake-up watermark is a quarter of the buffer, so the events are opened
  * again for each size tried.
  */
-static int open_and_map(struct sampler *s, const int *cpus, char *err, size_t errlen)
+static int open_and_map(struct perf_sampler *s, const int *cpus, char *err, size_t errlen)
 {
 	bool dwarf = s->opts.callgraph == SAMPLER_CG_DWARF;
 	size_t pages = budget_pages(s);
@@ -357,9 +357,9 @@ static int open_and_map(struct sampler *s, const int *cpus, char *err, size_t er
 	}
 }
 
-struct sampler *sampler_open(const struct sampler_opts *opts, char *err, size_t errlen)
+struct perf_sampler *perf_sampler_open(const struct sampler_opts *opts, char *err, size_t errlen)
 {
-	struct sampler *s = xcalloc(1, sizeof(*s));
+	struct perf_sampler *s = xcalloc(1, sizeof(*s));
 	int *cpus = NULL;
 	int ret;
 
@@ -376,7 +376,7 @@ struct sampler *sampler_open(const struct sampler_opts *opts, char *err, size_t 
 	ret = open_and_map(s, cpus, err, errlen);
 	free(cpus);
 	if (ret < 0) {
-		sampler_close(s);
+		perf_sampler_close(s);
 		errno = -ret;
 		return NULL;
 	}
@@ -384,7 +384,7 @@ struct sampler *sampler_open(const struct sampler_opts *opts, char *err, size_t 
 	return s;
 }
 
-static int ioctl_all(struct sampler *s, unsigned long req)
+static int ioctl_all(struct perf_sampler *s, unsigned long req)
 {
 	for (unsigned i = 0; i < s->nr_cpus; i++) {
 		if (ioctl(s->cpus[i].fd, req, 0) < 0)
@@ -395,12 +395,12 @@ static int ioctl_all(struct sampler *s, unsigned long req)
 	return 0;
 }
 
-int sampler_enable(struct sampler *s)
+int perf_sampler_enable(struct perf_sampler *s)
 {
 	return ioctl_all(s, PERF_EVENT_IOC_ENABLE);
 }
 
-int sampler_disable(struct sampler *s)
+int perf_sampler_disable(struct perf_sampler *s)
 {
 	return ioctl_all(s, PERF_EVENT_IOC_DISABLE);
 }
@@ -425,7 +425,7 @@ static uint64_t record_time(const struct perf_event_header *h)
 	return t;
 }
 
-static void drain_one(struct sampler *s, struct cpu_buf *b)
+static void drain_one(struct perf_sampler *s, struct cpu_buf *b)
 {
 	struct perf_event_mmap_page *mp = b->base;
 	unsigned char *data = (unsigned char *)b->base + s->page_size;
@@ -477,7 +477,7 @@ static bool take_u64(const unsigned char **p, const unsigned char *end, uint64_t
 	return true;
 }
 
-static bool parse_sample(struct sampler *s, const unsigned char *p, const unsigned char *end,
+static bool parse_sample(struct perf_sampler *s, const unsigned char *p, const unsigned char *end,
 			 uint16_t misc, struct sampler_rec *r)
 {
 	uint64_t v, nr = 0, ip;
@@ -594,7 +594,7 @@ static const char *bounded_str(const unsigned char *p, const unsigned char *end,
 	return buf;
 }
 
-static int deliver(struct sampler *s, const struct perf_event_header *h, sampler_cb cb, void *arg)
+static int deliver(struct perf_sampler *s, const struct perf_event_header *h, sampler_cb cb, void *arg)
 {
 	const unsigned char *p = (const unsigned char *)(h + 1);
 	const unsigned char *end = (const unsigned char *)h + h->size;
@@ -698,7 +698,7 @@ static int deliver(struct sampler *s, const struct perf_event_header *h, sampler
  * written: records carry their time when written, and each pass reads all
  * buffers, so whatever is older than the previous pass's start is in hand.
  */
-static int deliver_until(struct sampler *s, uint64_t limit, sampler_cb cb, void *arg)
+static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, void *arg)
 {
 	size_t i, keep = 0, keep_len = 0;
 	int ret = 0;
@@ -730,7 +730,7 @@ static int deliver_until(struct sampler *s, uint64_t limit, sampler_cb cb, void 
 	return ret;
 }
 
-int sampler_read(struct sampler *s, int timeout_ms, const sigset_t *sigmask,
+int perf_sampler_read(struct perf_sampler *s, int timeout_ms, const sigset_t *sigmask,
 		 sampler_cb cb, void *arg)
 {
 	struct pollfd *pfd = xcalloc(s->nr_cpus, sizeof(*pfd));
@@ -759,14 +759,14 @@ int sampler_read(struct sampler *s, int timeout_ms, const sigset_t *sigmask,
 	return ret;
 }
 
-int sampler_flush(struct sampler *s, sampler_cb cb, void *arg)
+int perf_sampler_flush(struct perf_sampler *s, sampler_cb cb, void *arg)
 {
 	for (unsigned i = 0; i < s->nr_cpus; i++)
 		drain_one(s, &s->cpus[i]);
 	return deliver_until(s, UINT64_MAX, cb, arg);
 }
 
-void sampler_get_stats(struct sampler *s, struct sampler_stats *st)
+void perf_sampler_get_stats(struct perf_sampler *s, struct sampler_stats *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->samples = s->nr_samples;
@@ -785,7 +785,7 @@ void sampler_get_stats(struct sampler *s, struct sampler_stats *st)
 	}
 }
 
-void sampler_close(struct sampler *s)
+void perf_sampler_close(struct perf_sampler *s)
 {
 	if (!s)
 		return;

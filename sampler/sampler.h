@@ -15,6 +15,11 @@ enum sampler_callgraph {
 	SAMPLER_CG_DWARF, /* registers and a copy of the user stack, unwound later */
 };
 
+enum sampler_backend {
+	SAMPLER_BACKEND_PERF,   /* perf_event_open: per-CPU inherited events */
+	SAMPLER_BACKEND_PTRACE, /* interrupt, read registers and stack, continue */
+};
+
 enum sampler_event {
 	SAMPLER_EVENT_CPU_CLOCK,
 	SAMPLER_EVENT_TASK_CLOCK,
@@ -32,6 +37,8 @@ struct sampler_opts {
 	unsigned stack_size;    /* bytes of user stack per sample (DWARF); multiple of 8 */
 	bool enable_on_exec;    /* start counting at the target's next exec (spawning) */
 	bool user_only;         /* no kernel frames (samples in the kernel still count) */
+	enum sampler_backend backend;
+	bool wall;              /* ptrace: sample threads whether running or blocked */
 };
 
 /* Parses "cpu-clock"...; returns 0 or -EINVAL. */
@@ -95,10 +102,12 @@ typedef int (*sampler_cb)(const struct sampler_rec *rec, void *arg);
 struct sampler;
 
 /*
- * Opens disabled (or enable_on_exec) events on every online CPU for
- * opts->pid, with ring buffers sized to the locked-memory budget. Returns
- * NULL with errno set and a one-line reason (naming the fix where there is
- * one) in ERR.
+ * Perf backend: opens disabled (or enable_on_exec) events on every online
+ * CPU for opts->pid, with ring buffers sized to the locked-memory budget.
+ * Ptrace backend: seizes every thread of opts->pid (or opts->tids) and
+ * samples them by interrupting them, as records of the same kinds, each
+ * sample with registers and a stack copy. Returns NULL with errno set and
+ * a one-line reason (naming the fix where there is one) in ERR.
  */
 struct sampler *sampler_open(const struct sampler_opts *opts, char *err, size_t errlen);
 int sampler_enable(struct sampler *s);
@@ -126,6 +135,13 @@ struct sampler_stats {
 void sampler_get_stats(struct sampler *s, struct sampler_stats *stats);
 
 void sampler_close(struct sampler *s);
+
+/*
+ * Whether the spawned command PID has ended, with its wait status; the
+ * sampler does the waiting because ptrace reports through the same
+ * waitpid(2). Never blocks.
+ */
+bool sampler_reap(struct sampler *s, pid_t pid, int *status);
 
 /*
  * Spawning. sampler_spawn() forks a child that waits before exec'ing

@@ -1,0 +1,779 @@
+// SPDX-License-Identifier: MIT
+/* The ptrace backend: sampling by interrupting threads, for where perf_event_open is denied, and wall-clock mode. */
+#include "internal.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/uio.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+/*
+ * Each thread is seized once (PTRACE_SEIZE, following clones, forks and
+ * execs) and sampled by PTRACE_INTERRUPT, a register read, a copy of its
+ * stack with process_vm_readv and PTRACE_CONT. A thread interrupted in a
+ * blocking system call restarts it transparently, which is what makes
+ * --mode wall possible. The records are the perf backend's kinds, made
+ * as things happen, so they are in time order already.
+ */
+
+#define SEIZE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | \
+		       PTRACE_O_TRACEEXEC)
+#define MAPS_REFRESH_NS 100000000ull   /* re-read /proc/PID/maps and comm this often */
+#define STARTUP_NS 1000000000ull       /* ... and at every tick in a program's first second */
+
+struct task {
+	pid_t tid, pid;
+	bool group_stopped;    /* parked with PTRACE_LISTEN until SIGCONT */
+	char comm[16];
+	uint64_t comm_checked_ns;
+	uint64_t cpu_ns;        /* on-CPU time at the last tick (schedstat) */
+	uint64_t credit_ns;     /* on-CPU time not yet covered by a sample */
+};
+
+struct pmap {
+	uint64_t start, end, pgoff, ino;
+};
+
+struct proc_maps {
+	pid_t pid;
+	struct pmap *maps;
+	size_t nr, alloc;
+	uint64_t read_ns;
+	uint64_t exec_ns;       /* when the program started (or was first seen) */
+};
+
+struct ptrace_sampler {
+	struct sampler_opts opts;
+	struct task *tasks;
+	size_t nr_tasks, alloc_tasks;
+	struct proc_maps *procs;
+	size_t nr_procs, alloc_procs;
+	pid_t root;             /* record: the spawned command */
+	bool root_done;
+	int root_status;
+	struct rusage root_usage;
+	uint64_t attach_cpu_ns; /* attach: the target's CPU time when seized */
+	bool enabled;
+	uint64_t period_ns, next_tick_ns;
+	uint64_t nr_samples, nr_missed;
+	uint32_t rng;
+	uint8_t *stack;
+	sampler_cb cb;
+	void *cb_arg;
+	int cb_ret;
+};
+
+/* ---- tasks ---- */
+
+static struct task *find_task(struct ptrace_sampler *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->nr_tasks; i++)
+		if (s->tasks[i].tid == tid)
+			return &s->tasks[i];
+	return NULL;
+}
+
+static struct task *add_task(struct ptrace_sampler *s, pid_t tid, pid_t pid)
+{
+	struct task *t;
+
+	ALLOC_GROW(s->tasks, s->nr_tasks + 1, s->alloc_tasks);
+	t = &s->tasks[s->nr_tasks++];
+	memset(t, 0, sizeof(*t));
+	t->tid = tid;
+	t->pid = pid;
+	return t;
+}
+
+static void remove_task(struct ptrace_sampler *s, pid_t tid)
+{
+	for (size_t i = 0; i < s->nr_tasks; i++) {
+		if (s->tasks[i].tid == tid) {
+			s->tasks[i] = s->tasks[--s->nr_tasks];
+			return;
+		}
+	}
+}
+
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t tgid = tid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return tid;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+static bool read_comm(pid_t pid, pid_t tid, char *buf, size_t n)
+{
+	char path[96];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	ok = fgets(buf, n, f) != NULL;
+	fclose(f);
+	if (ok)
+		buf[strcspn(buf, "\n")] = '\0';
+	return ok;
+}
+
+/* Nanoseconds TID has run on a CPU (/proc/.../schedstat), or 0 when unknown. */
+static uint64_t task_cpu_ns(pid_t pid, pid_t tid)
+{
+	char path[96];
+	unsigned long long ns = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &ns) != 1)
+		ns = 0;
+	fclose(f);
+	return ns;
+}
+
+static char task_state(pid_t pid, pid_t tid)
+{
+	char path[96], buf[512], *p;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* CPU time of a whole process (all threads, reaped children), from /proc. */
+static uint64_t proc_cpu_ns(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return 0;
+	return (ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
+}
+
+/* ---- records ---- */
+
+static void emit(struct ptrace_sampler *s, struct sampler_rec *r)
+{
+	r->time = time_mono_ns();
+	if (s->cb && !s->cb_ret)
+		s->cb_ret = s->cb(r, s->cb_arg);
+}
+
+static struct proc_maps *maps_of(struct ptrace_sampler *s, pid_t pid)
+{
+	struct proc_maps *pm;
+
+	for (size_t i = 0; i < s->nr_procs; i++)
+		if (s->procs[i].pid == pid)
+			return &s->procs[i];
+	ALLOC_GROW(s->procs, s->nr_procs + 1, s->alloc_procs);
+	pm = &s->procs[s->nr_procs++];
+	memset(pm, 0, sizeof(*pm));
+	pm->pid = pid;
+	pm->exec_ns = time_mono_ns();
+	return pm;
+}
+
+/* Emits an MMAP record for every executable mapping of PID not seen before. */
+static void refresh_maps(struct ptrace_sampler *s, pid_t pid, bool quiet)
+{
+	struct proc_maps *pm = maps_of(s, pid);
+	char path[64], line[4096];
+	FILE *f;
+
+	pm->read_ns = time_mono_ns();
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff, ino;
+		unsigned maj, min;
+		char perms[8];
+		int name_at = 0;
+		bool known = false;
+		struct sampler_rec r;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
+			   &maj, &min, &ino, &name_at) < 7 || perms[2] != 'x')
+			continue;
+		for (size_t i = 0; i < pm->nr && !known; i++)
+			known = pm->maps[i].start == start && pm->maps[i].end == end &&
+				pm->maps[i].pgoff == pgoff && pm->maps[i].ino == ino;
+		if (known)
+			continue;
+		ALLOC_GROW(pm->maps, pm->nr + 1, pm->alloc);
+		pm->maps[pm->nr++] = (struct pmap){ start, end, pgoff, ino };
+		if (quiet)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		memset(&r, 0, sizeof(r));
+		r.type = SAMPLER_REC_MMAP;
+		r.pid = r.tid = pid;
+		r.mmap.start = start;
+		r.mmap.len = end - start;
+		r.mmap.pgoff = pgoff;
+		r.mmap.maj = maj;
+		r.mmap.min = min;
+		r.mmap.ino = ino;
+		r.mmap.prot = 4; /* PROT_EXEC */
+		r.mmap.filename = name_at ? line + name_at : "";
+		emit(s, &r);
+	}
+	fclose(f);
+}
+
+static void check_comm(struct ptrace_sampler *s, struct task *t, bool exec)
+{
+	char comm[16];
+	struct sampler_rec r;
+
+	t->comm_checked_ns = time_mono_ns();
+	if (!read_comm(t->pid, t->tid, comm, sizeof(comm)) || (!exec && !strcmp(comm, t->comm)))
+		return;
+	memcpy(t->comm, comm, sizeof(comm));
+	memset(&r, 0, sizeof(r));
+	r.type = SAMPLER_REC_COMM;
+	r.pid = t->pid;
+	r.tid = t->tid;
+	r.comm.comm = t->comm;
+	r.comm.exec = exec;
+	emit(s, &r);
+}
+
+/* ---- stops and events ---- */
+
+static void on_new_task(struct ptrace_sampler *s, pid_t parent, int event)
+{
+	unsigned long msg = 0;
+	struct task *pt = find_task(s, parent), *t;
+	struct sampler_rec r;
+	pid_t child, pid;
+
+	if (ptrace(PTRACE_GETEVENTMSG, parent, 0, &msg) < 0 || !msg)
+		return;
+	child = (pid_t)msg;
+	pid = event == PTRACE_EVENT_CLONE ? tgid_of(child) : child;
+	if (find_task(s, child))
+		return;
+	t = add_task(s, child, pid);
+	if (pt)
+		memcpy(t->comm, pt->comm, sizeof(t->comm));
+	memset(&r, 0, sizeof(r));
+	r.type = SAMPLER_REC_FORK;
+	r.pid = pid;
+	r.tid = child;
+	r.fork.ppid = pt ? pt->pid : parent;
+	r.fork.ptid = parent;
+	emit(s, &r);
+}
+
+static void on_exec(struct ptrace_sampler *s, pid_t tid)
+{
+	struct task *t = find_task(s, tid);
+	struct proc_maps *pm;
+
+	if (!t)
+		return;
+	/* the program changed: forget its old mappings, report the new ones */
+	pm = maps_of(s, t->pid);
+	pm->nr = 0;
+	pm->exec_ns = time_mono_ns();
+	check_comm(s, t, true);
+	refresh_maps(s, t->pid, false);
+}
+
+static void on_task_exit(struct ptrace_sampler *s, pid_t tid, int status, const struct rusage *ru)
+{
+	struct task *t = find_task(s, tid);
+	struct sampler_rec r;
+
+	if (t) {
+		memset(&r, 0, sizeof(r));
+		r.type = SAMPLER_REC_EXIT;
+		r.pid = t->pid;
+		r.tid = tid;
+		emit(s, &r);
+		remove_task(s, tid);
+	}
+	if (tid == s->root) {
+		s->root_done = true;
+		s->root_status = status;
+		s->root_usage = *ru;
+	}
+}
+
+/*
+ * Acts on one wait status that is not the stop a sample waits for, and
+ * lets the task run on. Returns true when the task is gone.
+ */
+static bool handle_status(struct ptrace_sampler *s, pid_t tid, int status, const struct rusage *ru)
+{
+	int event = status >> 16, sig;
+	siginfo_t si;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		on_task_exit(s, tid, status, ru);
+		return true;
+	}
+	if (!WIFSTOPPED(status))
+		return false;
+	sig = WSTOPSIG(status);
+	switch (event) {
+	case PTRACE_EVENT_CLONE:
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+		on_new_task(s, tid, event);
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return false;
+	case PTRACE_EVENT_EXEC:
+		on_exec(s, tid);
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return false;
+	case PTRACE_EVENT_STOP:
+		/* group-stop (no siginfo) stays stopped until SIGCONT; any other trap runs on */
+		if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0 && errno == EINVAL &&
+		    (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU)) {
+			struct task *t = find_task(s, tid);
+
+			if (t)
+				t->group_stopped = true;
+			ptrace(PTRACE_LISTEN, tid, 0, 0);
+		} else {
+			struct task *t = find_task(s, tid);
+
+			if (t)
+				t->group_stopped = false;
+			ptrace(PTRACE_CONT, tid, 0, 0);
+		}
+		return false;
+	case 0:
+		/* a signal on its way to the task: deliver it */
+		ptrace(PTRACE_CONT, tid, 0, sig);
+		return false;
+	default:
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return false;
+	}
+}
+
+/* Handles every status waiting to be collected, without blocking. */
+static void collect(struct ptrace_sampler *s)
+{
+	struct rusage ru;
+	int status;
+	pid_t tid;
+
+	while ((tid = wait4(-1, &status, WNOHANG | __WALL, &ru)) > 0) {
+		if (!find_task(s, tid) && tid != s->root && (status >> 16) == PTRACE_EVENT_STOP) {
+			/* a new task's first stop can come before its parent's clone event */
+			add_task(s, tid, tgid_of(tid));
+		}
+		handle_status(s, tid, status, &ru);
+	}
+}
+
+/* ---- sampling ---- */
+
+/* perf's x86-64 user register order (mask 0xff0fff), which the unwinder expects */
+static void perf_order(const struct user_regs_struct *u, uint64_t *r)
+{
+	r[0] = u->rax; r[1] = u->rbx; r[2] = u->rcx; r[3] = u->rdx;
+	r[4] = u->rsi; r[5] = u->rdi; r[6] = u->rbp; r[7] = u->rsp;
+	r[8] = u->rip; r[9] = u->eflags; r[10] = u->cs; r[11] = u->ss;
+	r[12] = u->r8; r[13] = u->r9; r[14] = u->r10; r[15] = u->r11;
+	r[16] = u->r12; r[17] = u->r13; r[18] = u->r14; r[19] = u->r15;
+}
+
+/* Copies up to SIZE bytes of stack from SP, stopping at the first unmapped page. */
+static uint64_t read_stack(pid_t pid, uint64_t sp, uint8_t *buf, uint64_t size)
+{
+	struct iovec local = { buf, size }, remote[20];
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), at = sp, end = sp + size;
+	int n = 0;
+	ssize_t got;
+
+	/* one iovec per page: process_vm_readv never splits an iovec, so it stops at a hole */
+	while (at < end && n < 20) {
+		uint64_t next = (at & ~(page - 1)) + page;
+
+		if (next > end)
+			next = end;
+		remote[n].iov_base = (void *)(uintptr_t)at;
+		remote[n].iov_len = next - at;
+		n++;
+		at = next;
+	}
+	got = process_vm_readv(pid, &local, 1, remote, n, 0);
+	return got > 0 ? (uint64_t)got : 0;
+}
+
+/* Reads the sample of TID, which is in its interrupt stop, and lets it go. */
+static void take_sample(struct ptrace_sampler *s, pid_t tid)
+{
+	struct user_regs_struct regs;
+	struct iovec iov = { &regs, sizeof(regs) };
+	uint64_t perf_regs[20], ip;
+	struct sampler_rec r;
+	struct task *t = find_task(s, tid);
+
+	if (!t || ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov) < 0) {
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	perf_order(&regs, perf_regs);
+	ip = regs.rip;
+	memset(&r, 0, sizeof(r));
+	r.type = SAMPLER_REC_SAMPLE;
+	r.pid = t->pid;
+	r.tid = tid;
+	r.sample.ip = ip;
+	r.sample.user = true;
+	r.sample.chain = &ip;
+	r.sample.nr_chain = 1;
+	r.sample.period = s->period_ns;
+	if (s->opts.callgraph != SAMPLER_CG_NONE) {
+		/* frame pointers or not, the unwinder does better from registers and stack */
+		r.sample.regs = perf_regs;
+		r.sample.regs_mask = 0xff0fffull;
+		r.sample.stack = s->stack;
+		r.sample.stack_size = read_stack(t->pid, regs.rsp, s->stack, s->opts.stack_size);
+	}
+	s->nr_samples++;
+	/* registers and stack are copied: let the thread go before the slow part */
+	ptrace(PTRACE_CONT, tid, 0, 0);
+	emit(s, &r);
+}
+
+static bool is_interrupt_stop(int status)
+{
+	return WIFSTOPPED(status) && (status >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(status) == SIGTRAP;
+}
+
+/*
+ * Interrupts every thread in TIDS at once and samples each as its stop
+ * arrives: a runnable thread stops only when it next gets a CPU, so doing
+ * them one by one would add up those waits. A thread that has not stopped
+ * after WAIT_LIMIT_NS is left; its stop is let go when it comes.
+ */
+#define WAIT_LIMIT_NS 20000000ull
+
+static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
+{
+	uint64_t deadline = time_mono_ns() + WAIT_LIMIT_NS;
+	size_t left = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (ptrace(PTRACE_INTERRUPT, tids[i], 0, 0) == 0)
+			tids[left++] = tids[i];
+	while (left) {
+		struct timespec nap = { 0, 50000 };
+		struct rusage ru;
+		int status;
+		pid_t w = wait4(-1, &status, WNOHANG | __WALL, &ru);
+		size_t k;
+
+		if (w <= 0) {
+			if ((w < 0 && errno != EINTR) || time_mono_ns() > deadline)
+				break;
+			nanosleep(&nap, NULL);
+			continue;
+		}
+		for (k = 0; k < left && tids[k] != w; k++)
+			;
+		if (k < left && is_interrupt_stop(status)) {
+			tids[k] = tids[--left];
+			take_sample(s, w);
+			continue;
+		}
+		if (!find_task(s, w) && w != s->root && (status >> 16) == PTRACE_EVENT_STOP)
+			add_task(s, w, tgid_of(w));
+		if (handle_status(s, w, status, &ru) && k < left)
+			tids[k] = tids[--left];
+	}
+}
+
+/* Exponential intervals around the period, so that periodic work cannot alias with the samples. */
+static uint64_t next_interval(struct ptrace_sampler *s)
+{
+	double u;
+
+	s->rng = s->rng * 1664525u + 1013904223u;
+	u = ((s->rng >> 8) + 0.5) / 16777216.0;
+	/* -ln(u) has mean 1; clamp the tail so one gap never swallows many periods */
+	double x = -__builtin_log(u);
+
+	return (uint64_t)(s->period_ns * (x < 4 ? x : 4));
+}
+
+static void tick(struct ptrace_sampler *s)
+{
+	uint64_t now = time_mono_ns();
+	size_t n = s->nr_tasks, nr_due = 0;
+	pid_t *tids, *due;
+
+	/* copies: sampling may add and remove tasks */
+	tids = xmalloc(st_mult(n + 1, sizeof(*tids)));
+	due = xmalloc(st_mult(n + 1, sizeof(*due)));
+	for (size_t i = 0; i < n; i++)
+		tids[i] = s->tasks[i].tid;
+	for (size_t i = 0; i < n && !s->cb_ret; i++) {
+		struct task *t = find_task(s, tids[i]);
+		struct proc_maps *pm;
+		char st;
+
+		if (!t)
+			continue;
+		if (t->group_stopped) {
+			/* SIGCONT ends a group-stop without always telling the tracer */
+			st = task_state(t->pid, t->tid);
+			if (st == 'T' || st == 't')
+				continue;
+			t->group_stopped = false;
+		}
+		if (now - t->comm_checked_ns > MAPS_REFRESH_NS)
+			check_comm(s, t, false);
+		/*
+		 * There are no mmap events to follow: re-read the maps on every
+		 * tick while the dynamic loader is at work, then every 100 ms.
+		 */
+		pm = maps_of(s, t->pid);
+		if (now - pm->read_ns > MAPS_REFRESH_NS || now - pm->exec_ns < STARTUP_NS)
+			refresh_maps(s, t->pid, false);
+		/*
+		 * On-CPU mode: a thread earns one sample per period it actually ran
+		 * (schedstat), so waiting to be scheduled is not counted as CPU.
+		 */
+		if (!s->opts.wall) {
+			uint64_t cpu = task_cpu_ns(t->pid, t->tid);
+
+			t->credit_ns += cpu > t->cpu_ns && t->cpu_ns ? cpu - t->cpu_ns : 0;
+			t->cpu_ns = cpu;
+			if (t->credit_ns < s->period_ns / 2)
+				continue;
+			t->credit_ns = t->credit_ns > s->period_ns ? t->credit_ns - s->period_ns : 0;
+			if (t->credit_ns > 2 * s->period_ns)
+				t->credit_ns = 2 * s->period_ns;
+		}
+		due[nr_due++] = tids[i];
+	}
+	if (nr_due && !s->cb_ret)
+		sample_tasks(s, due, nr_due);
+	free(tids);
+	free(due);
+}
+
+/* ---- the interface ---- */
+
+struct ptrace_sampler *ptrace_sampler_open(const struct sampler_opts *opts, char *err, size_t errlen)
+{
+	struct ptrace_sampler *s = xcalloc(1, sizeof(*s));
+	size_t nr = opts->nr_tids ? opts->nr_tids : 1;
+
+	s->opts = *opts;
+	if (opts->event != SAMPLER_EVENT_CPU_CLOCK && opts->event != SAMPLER_EVENT_TASK_CLOCK) {
+		sampler_set_err(err, errlen, "the ptrace backend samples time only; use -e cpu-clock");
+		free(s);
+		errno = EINVAL;
+		return NULL;
+	}
+	s->period_ns = 1000000000ull / opts->freq;
+	s->stack = xmalloc(opts->stack_size ? opts->stack_size : 8);
+	s->rng = (uint32_t)time_mono_ns() | 1;
+	s->root = opts->enable_on_exec ? opts->pid : 0;
+	for (size_t i = 0; i < nr; i++) {
+		pid_t tid = opts->nr_tids ? opts->tids[i] : opts->pid;
+
+		if (ptrace(PTRACE_SEIZE, tid, 0, SEIZE_OPTIONS) < 0) {
+			int e = errno;
+
+			if (e == ESRCH && opts->nr_tids && i)
+				continue;	/* a thread that just exited */
+			if (e == EPERM || e == EACCES)
+				sampler_set_err(err, errlen, "not allowed to trace process %d: ptrace was denied "
+						"(another user's process, kernel.yama.ptrace_scope, or a seccomp filter)",
+						(int)opts->pid);
+			else
+				sampler_set_err(err, errlen, "cannot trace process %d: %s", (int)opts->pid, strerror(e));
+			ptrace_sampler_close(s);
+			errno = e;
+			return NULL;
+		}
+		add_task(s, tid, opts->pid);
+		read_comm(opts->pid, tid, s->tasks[s->nr_tasks - 1].comm, 16);
+	}
+	if (!s->root) {
+		/* attach: the session took the existing mappings from /proc already */
+		refresh_maps(s, opts->pid, true);
+		s->attach_cpu_ns = proc_cpu_ns(opts->pid);
+	}
+	s->enabled = !opts->enable_on_exec;
+	return s;
+}
+
+int ptrace_sampler_enable(struct ptrace_sampler *s)
+{
+	s->enabled = true;
+	return 0;
+}
+
+int ptrace_sampler_disable(struct ptrace_sampler *s)
+{
+	s->enabled = false;
+	return 0;
+}
+
+int ptrace_sampler_read(struct ptrace_sampler *s, int timeout_ms, const sigset_t *sigmask,
+			sampler_cb cb, void *arg)
+{
+	uint64_t now, wait_ns = (uint64_t)timeout_ms * 1000000ull;
+	struct timespec ts;
+
+	s->cb = cb;
+	s->cb_arg = arg;
+	s->cb_ret = 0;
+	collect(s);
+	/* spawning: sampling starts at the exec, like enable_on_exec */
+	if (!s->enabled && s->root && maps_of(s, s->root)->nr)
+		s->enabled = true;
+	now = time_mono_ns();
+	if (s->enabled && s->nr_tasks) {
+		if (!s->next_tick_ns)
+			s->next_tick_ns = now;
+		if (now >= s->next_tick_ns) {
+			tick(s);
+			now = time_mono_ns();
+			s->next_tick_ns += next_interval(s);
+			if (s->next_tick_ns + 4 * s->period_ns < now) {
+				/* behind schedule: say so rather than catch up in a burst */
+				struct sampler_rec r;
+
+				memset(&r, 0, sizeof(r));
+				r.type = SAMPLER_REC_LOST;
+				r.lost.count = (now - s->next_tick_ns) / s->period_ns;
+				s->nr_missed += r.lost.count;
+				emit(s, &r);
+				s->next_tick_ns = now + next_interval(s);
+			}
+		}
+		if (s->next_tick_ns > now && s->next_tick_ns - now < wait_ns)
+			wait_ns = s->next_tick_ns - now;
+		else if (s->next_tick_ns <= now)
+			wait_ns = 0;
+	}
+	ts.tv_sec = wait_ns / 1000000000ull;
+	ts.tv_nsec = wait_ns % 1000000000ull;
+	if (wait_ns && ppoll(NULL, 0, &ts, sigmask) < 0 && errno != EINTR)
+		return -errno;
+	collect(s);
+	s->cb = NULL;
+	return s->cb_ret;
+}
+
+void ptrace_sampler_get_stats(struct ptrace_sampler *s, struct sampler_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->samples = s->nr_samples;
+	st->lost = s->nr_missed;
+	if (s->root_done)
+		st->count = (s->root_usage.ru_utime.tv_sec + s->root_usage.ru_stime.tv_sec) * 1000000000ull +
+			    (s->root_usage.ru_utime.tv_usec + s->root_usage.ru_stime.tv_usec) * 1000ull;
+	else if (!s->root && proc_cpu_ns(s->opts.pid) > s->attach_cpu_ns)
+		st->count = proc_cpu_ns(s->opts.pid) - s->attach_cpu_ns;
+}
+
+bool ptrace_sampler_reap(struct ptrace_sampler *s, pid_t pid, int *status)
+{
+	collect(s);
+	if (pid != s->root || !s->root_done)
+		return false;
+	*status = s->root_status;
+	return true;
+}
+
+/* Detaches every task, leaving each running (or stopped, if it was) as before. */
+void ptrace_sampler_close(struct ptrace_sampler *s)
+{
+	if (!s)
+		return;
+	collect(s);
+	while (s->nr_tasks) {
+		struct task *t = &s->tasks[s->nr_tasks - 1];
+		pid_t tid = t->tid;
+		struct rusage ru;
+		int status;
+
+		/* PTRACE_DETACH needs a ptrace-stop: interrupt, wait for it, then let go */
+		if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) == 0) {
+			for (;;) {
+				pid_t w = wait4(tid, &status, __WALL, &ru);
+
+				if (w < 0 && errno == EINTR)
+					continue;
+				if (w < 0 || WIFEXITED(status) || WIFSIGNALED(status))
+					break;
+				if ((status >> 16) == PTRACE_EVENT_STOP || (status >> 16) == 0) {
+					int sig = (status >> 16) == 0 ? WSTOPSIG(status) : 0;
+
+					ptrace(PTRACE_DETACH, tid, 0, sig);
+					break;
+				}
+				handle_status(s, tid, status, &ru);
+			}
+		}
+		remove_task(s, tid);
+	}
+	for (size_t i = 0; i < s->nr_procs; i++)
+		free(s->procs[i].maps);
+	free(s->procs);
+	free(s->tasks);
+	free(s->stack);
+	free(s);
+}

@@ -1,0 +1,93 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# The ptrace backend, the automatic fallback to it, and wall-clock mode.
+
+load helpers
+
+: "${TOOLS:?run the suites through 'make check'}"
+
+teardown() {
+	[ -n "${target:-}" ] && kill -KILL "$target" 2>/dev/null || true
+	return 0
+}
+
+@test "ptrace backend on the 50/30/20 program: shares within 5 points, whole stacks" {
+	record_to p.data --backend ptrace -- "$WORKLOADS_NOFP/split" 1.5
+	run --separate-stderr "$PROFTOOL" report --format folded p.data
+	[ "$status" -eq 0 ]
+	echo "$output" >folded
+	near "$(self_share leaf_a <folded)" 50 5
+	near "$(self_share leaf_b <folded)" 30 5
+	near "$(self_share leaf_c <folded)" 20 5
+	at_least "$(ancestor_share leaf_a main <folded)" 95
+	run --separate-stderr "$PROFTOOL" report p.data
+	[[ "$output" == *"on-CPU mode, ptrace backend"* ]]
+}
+
+@test "ptrace backend follows threads, a forked child and an exec'd child" {
+	record_to t.data --backend ptrace -- "$WORKLOADS_NOFP/threads" 0.4
+	run --separate-stderr "$PROFTOOL" report --per-thread t.data
+	[ "$status" -eq 0 ]
+	for name in main-thr worker-1 worker-2 worker-3; do
+		[[ "$output" == *"=== $name (pid "* ]] || { echo "missing thread $name"; false; }
+	done
+	record_to f.data --backend ptrace -- "$WORKLOADS_NOFP/forker" 0.5 "$WORKLOADS_NOFP/split" 0.3
+	run --separate-stderr "$PROFTOOL" report --per-thread f.data
+	[[ "$output" == *"=== forked-child (pid "* ]]
+	[[ "$output" == *"=== split (pid "* ]]
+	[[ "$output" == *"(leaf_a)"* ]]
+}
+
+@test "ptrace backend: exit status, and the target is not left traced" {
+	run "$PROFTOOL" record -q --backend ptrace -o x.data -- "$WORKLOADS_NOFP/exitcode" fail 0.1
+	[ "$status" -eq 3 ]
+	run "$PROFTOOL" record -q --backend ptrace -o x.data -- "$WORKLOADS_NOFP/exitcode" segv 0.2
+	[ "$status" -eq 139 ]
+	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
+	target=$!
+	sleep 0.2
+	run --separate-stderr "$PROFTOOL" attach -q --backend ptrace --duration 1 -o a.data "$target"
+	[ "$status" -eq 0 ]
+	[ "$(awk '/^TracerPid:/ { print $2 }' "/proc/$target/status")" = 0 ]
+	[[ "$(sed 's/.*) \(.\).*/\1/' "/proc/$target/stat")" == [RS] ]]
+	run --separate-stderr "$PROFTOOL" report --format folded a.data
+	near "$(self_share leaf_a <<<"$output")" 50 6
+}
+
+@test "with perf_event_open denied (seccomp), auto falls back to ptrace with one notice" {
+	run --separate-stderr "$TOOLS/noperf" "$PROFTOOL" record -o fb.data -- "$WORKLOADS_NOFP/split" 0.5
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'notice' <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == "proftool: notice: perf_event_open is not permitted here"*"sampling with ptrace instead"* ]]
+	run --separate-stderr "$PROFTOOL" report fb.data
+	[[ "$output" == *"ptrace backend"* ]]
+	[[ "$output" == *"(leaf_a)"* ]]
+	# an explicit --backend perf fails instead, naming the cause
+	run --separate-stderr "$TOOLS/noperf" "$PROFTOOL" record --backend perf -o fb2.data -- true
+	[ "$status" -eq 1 ]
+	one_error_line
+	[[ "$stderr" == *"perf_event_open"* ]]
+}
+
+@test "wall mode: a thread sleeping half the time shows about 50/50; cpu mode shows compute" {
+	record_to w.data --mode wall -- "$WORKLOADS_NOFP/sleepy" 1.5
+	run --separate-stderr "$PROFTOOL" report --comm sleepy-worker --format folded w.data
+	[ "$status" -eq 0 ]
+	near "$(cum_share work_phase <<<"$output")" 50 7
+	near "$(cum_share sleep_phase <<<"$output")" 50 7
+	run --separate-stderr "$PROFTOOL" report w.data
+	[[ "$output" == *"wall-clock mode"* ]]
+	record_to c.data --mode cpu -- "$WORKLOADS_NOFP/sleepy" 1
+	run --separate-stderr "$PROFTOOL" report --comm sleepy-worker --format folded c.data
+	at_least "$(cum_share work_phase <<<"$output")" 95
+}
+
+@test "backend and mode errors" {
+	run --separate-stderr "$PROFTOOL" record --backend ptrace -e cycles -o e.data -- true
+	[ "$status" -eq 1 ]
+	one_error_line
+	[[ "$stderr" == *"ptrace backend samples time only"* ]]
+	run --separate-stderr "$PROFTOOL" record --backend perf --mode wall -o e.data -- true
+	[ "$status" -eq 2 ]
+	one_error_line
+}
