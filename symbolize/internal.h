@@ -60,6 +60,15 @@ void sym_kallsyms_free(struct sym_kallsyms *k);
 /* The function containing ADDR, or NULL; the string stays the table's. */
 const char *sym_kallsyms_find(const struct sym_kallsyms *k, uint64_t addr);
 
+/* ---- JIT symbols (perfmap.c) ---- */
+
+struct sym_perfmap;
+/* Loads /tmp/perf-PID.map; NULL when there is none. */
+struct sym_perfmap *sym_perfmap_load(int32_t pid);
+void sym_perfmap_free(struct sym_perfmap *m);
+/* The JIT function containing ADDR and its start, or NULL; the string stays the map's. */
+const char *sym_perfmap_find(const struct sym_perfmap *m, uint64_t addr, uint64_t *start);
+
 /* ---- DWARF unwinding of copied user stacks (unwind.c) ---- */
 
 /* A file mapping as the unwinder needs it; the session owns the strings and fd. */

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <elf.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -29,7 +32,8 @@ struct module {
 	uint32_t maj, min;
 	uint64_t ino;
 	int fd;                 /* opened when first mapped; -1 if not a file or unopenable */
-	bool is_file;
+	bool is_file;           /* an ELF image to symbolize (files, and [vdso]) */
+	int32_t pid;            /* anonymous memory belongs to one process; 0 for files */
 };
 
 struct map {
@@ -339,17 +343,49 @@ static int open_module(const struct module *m, int32_t pid, uint64_t start, uint
 	return fd;
 }
 
+/*
+ * The kernel's vDSO image, copied from our own address space into a memfd:
+ * every process on this kernel maps the same one, so its symbols and CFI
+ * serve the targets' [vdso] frames.
+ */
+static int vdso_image_fd(void)
+{
+	const unsigned char *base = (const unsigned char *)getauxval(AT_SYSINFO_EHDR);
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)base;
+	size_t size;
+	int fd;
+
+	if (!base || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS64)
+		return -1;
+	/* the section headers come last in the image */
+	size = eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize;
+	if (size < sizeof(*eh) || size > (1u << 20))
+		return -1;
+	fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (write(fd, base, size) != (ssize_t)size) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static uint32_t get_module(struct sym_session *ss, const char *path, uint32_t maj, uint32_t min,
 			   uint64_t ino, int32_t pid, uint64_t start, uint64_t end)
 {
-	uint64_t h = hash_combine(hash_str(path, 7), hash_combine(((uint64_t)maj << 32) | min, ino));
+	bool file = is_file_path(path);
+	int32_t owner = file || !strcmp(path, "[vdso]") ? 0 : pid;
+	uint64_t h = hash_combine(hash_combine(hash_str(path, 7), (uint32_t)owner),
+				  hash_combine(((uint64_t)maj << 32) | min, ino));
 	struct module *m;
 	uint32_t id;
 	size_t pos = 0;
 
 	while ((id = idx_next(&ss->mod_idx, h, &pos)) != IDX_NONE) {
 		m = &ss->mods[id];
-		if (m->maj == maj && m->min == min && m->ino == ino && !strcmp(m->path, path))
+		if (m->maj == maj && m->min == min && m->ino == ino && m->pid == owner &&
+		    !strcmp(m->path, path))
 			return id;
 	}
 	ALLOC_GROW(ss->mods, ss->nr_mods + 1, ss->alloc_mods);
@@ -360,8 +396,13 @@ static uint32_t get_module(struct sym_session *ss, const char *path, uint32_t ma
 	m->maj = maj;
 	m->min = min;
 	m->ino = ino;
-	m->is_file = is_file_path(path);
-	m->fd = m->is_file ? open_module(m, pid, start, end) : -1;
+	m->pid = owner;
+	m->is_file = file;
+	m->fd = file ? open_module(m, pid, start, end) : -1;
+	if (!strcmp(path, "[vdso]")) {
+		m->fd = vdso_image_fd();
+		m->is_file = m->fd >= 0;
+	}
 	idx_insert(&ss->mod_idx, h, id);
 	return id;
 }
@@ -510,7 +551,7 @@ static uint32_t user_frame(struct sym_session *ss, const struct aspace *as, uint
 	if (!m)
 		return intern_frame(ss, MOD_UNKNOWN, 0);
 	if (!ss->mods[m->module].is_file)
-		return intern_frame(ss, m->module, addr - m->start);
+		return intern_frame(ss, m->module, addr);
 	return intern_frame(ss, m->module, addr - m->start + m->pgoff);
 }
 
@@ -693,7 +734,8 @@ static int frame_by_module(const void *a, const void *b, void *arg)
 
 /* Interns the locations for one raw frame; returns how many (outermost first in LOCS). */
 static size_t resolve_frame(struct profile *p, const struct module *m, struct sym_elf *elf,
-			    const struct sym_kallsyms *ksyms, const struct rawframe *rf, uint32_t *locs)
+			    const struct sym_kallsyms *ksyms, const struct sym_perfmap *jit,
+			    const struct rawframe *rf, uint32_t *locs)
 {
 	struct sym_frame fr[SYM_MAX_INLINE];
 	char buf[512];
@@ -716,6 +758,15 @@ static size_t resolve_frame(struct profile *p, const struct module *m, struct sy
 		snprintf(buf, sizeof(buf), "[kernel] %s", sym_kallsyms_find(ksyms, rf->off));
 		locs[0] = profile_add_loc(p, profile_add_func(p, buf, "[kernel]", NULL, 0), 0);
 		return 1;
+	}
+	if (jit && !m->is_file) {
+		uint64_t start;
+		const char *name = sym_perfmap_find(jit, rf->off, &start);
+
+		if (name) {
+			locs[0] = profile_add_loc(p, profile_add_func(p, name, "[jit]", NULL, 0), 0);
+			return 1;
+		}
 	}
 	if (rf->module < MOD_FIRST_REAL) {
 		locs[0] = profile_add_loc(p, profile_add_func(p, m->name, m->name, NULL, 0), 0);
@@ -742,6 +793,8 @@ struct profile *sym_session_finish(struct sym_session *ss,
 	size_t nr_locs = 0, alloc_locs = 0;
 	struct sym_elf *elf = NULL;
 	struct sym_kallsyms *ksyms = NULL;
+	struct sym_perfmap *jit = NULL;
+	int32_t jit_pid = 0;
 	uint32_t elf_mod = UINT32_MAX;
 
 	for (size_t i = 0; i < ss->nr_frames; i++)
@@ -760,17 +813,23 @@ struct profile *sym_session_finish(struct sym_session *ss,
 			if (m->is_file) {
 				elf = sym_elf_open(m->path, m->fd);
 				m->fd = -1; /* owned by elf now */
+			} else if (m->pid && m->pid != jit_pid) {
+				sym_perfmap_free(jit);
+				jit = sym_perfmap_load(m->pid);
+				jit_pid = m->pid;
 			}
 		}
 		ALLOC_GROW(locs, nr_locs + SYM_MAX_INLINE, alloc_locs);
 		loc_start[order[k]] = nr_locs;
-		loc_count[order[k]] = resolve_frame(p, m, elf, ksyms, rf, locs + nr_locs);
+		loc_count[order[k]] = resolve_frame(p, m, elf, ksyms, m->pid == jit_pid ? jit : NULL,
+						    rf, locs + nr_locs);
 		nr_locs += loc_count[order[k]];
 		if (progress && (k % 4096 == 0 || k + 1 == ss->nr_frames))
 			progress(k + 1, ss->nr_frames, arg);
 	}
 	sym_elf_close(elf);
 	sym_kallsyms_free(ksyms);
+	sym_perfmap_free(jit);
 
 	/*
 	 * Raw nodes come parent first, so one pass rebuilds the tree with real

@@ -136,3 +136,38 @@ kernel_frames_allowed() {
 	# the stack still reaches the entry point: .eh_frame survives strip
 	at_least "$(cum_share __libc_start_main <<<"$output")" 95
 }
+
+@test "[vdso] frames are named and unwound through" {
+	record_to v.data -- "$WORKLOADS_NOFP/vdsoloop" 0.5
+	run --separate-stderr "$PROFTOOL" report --format folded v.data
+	[ "$status" -eq 0 ]
+	at_least "$(self_share __vdso_clock_gettime <<<"$output")" 50
+	at_least "$(ancestor_share __vdso_clock_gettime timing_loop <<<"$output")" 95
+	run --separate-stderr "$PROFTOOL" report --sort tottime v.data
+	[[ "$output" == *"[vdso](__vdso_clock_gettime)"* ]]
+}
+
+@test "JIT code is named from /tmp/perf-PID.map (node --perf-basic-prof)" {
+	command -v node >/dev/null || skip "node is not installed"
+	cat >fib.js <<'JS'
+function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+let s = 0;
+for (let i = 0; i < 30; i++) s += fib(26);
+console.log(s);
+JS
+	record_to node.data -- node --perf-basic-prof fib.js
+	run --separate-stderr "$PROFTOOL" report --format folded node.data
+	[ "$status" -eq 0 ]
+	grep -q 'fib.js' <<<"$output"
+	run --separate-stderr "$PROFTOOL" report --sort tottime node.data
+	[[ "$output" == *"[jit](JS:"*"fib "*"fib.js"* ]]
+}
+
+@test "a binary deleted while it runs is still symbolized" {
+	cp "$WORKLOADS_NOFP/split" doomed
+	record_to del.data -- sh -c './doomed 0.6 & sleep 0.2; rm doomed; wait'
+	[ ! -e doomed ]
+	run --separate-stderr "$PROFTOOL" report --format folded del.data
+	[ "$status" -eq 0 ]
+	near "$(self_share leaf_a <<<"$output")" 50 8
+}
