@@ -9,13 +9,12 @@
  *   benchload forkexec N PAR SCALE     forks N children, at most PAR at a time;
  *                                      each execs "benchload spin 1 SCALE"
  *   benchload now                      prints CLOCK_MONOTONIC in ns
- *   benchload run OUT CMD [ARGS...]    runs CMD, writes "wall user sys maxrss"
- *                                      (seconds, seconds, seconds, KiB) to OUT,
- *                                      exits with CMD's status
+ *   benchload run OUT CMD [ARGS...]    runs CMD, writes one line to OUT:
+ *                                      "wall user sys maxrss start end" (wall,
+ *                                      user, sys in s; maxrss in KiB; start and
+ *                                      end CLOCK_MONOTONIC ns around fork and
+ *                                      wait4), exits with CMD's status
  *
- * spin and forkexec write CLOCK_MONOTONIC (ns) to the file named by
- * $BENCH_END_FILE, if set, just before they exit: the end of the target, for
- * the "finish" measurement. Children never see the variable.
  * Work is counted in loop iterations, never wall-clock time.
  */
 #define _GNU_SOURCE
@@ -72,23 +71,6 @@ static double parse_num(const char *arg, double lo, double hi)
 		exit(2);
 	}
 	return v;
-}
-
-static const char *end_file;
-
-static void write_end(void)
-{
-	FILE *f;
-
-	if (!end_file)
-		return;
-	f = fopen(end_file, "w");
-	if (!f) {
-		perror(end_file);
-		exit(1);
-	}
-	fprintf(f, "%" PRIu64 "\n", now_ns());
-	fclose(f);
 }
 
 static __attribute__((noinline, noclone)) uint64_t spin_hot(uint64_t x, uint64_t n)
@@ -211,9 +193,9 @@ static int do_run(const char *out, char **argv)
 		return 125;
 	}
 	/* wait4's rusage covers the child and every descendant it waited for */
-	fprintf(f, "%.6f %.6f %.6f %ld\n", (t1 - t0) / 1e9,
+	fprintf(f, "%.6f %.6f %.6f %ld %" PRIu64 " %" PRIu64 "\n", (t1 - t0) / 1e9,
 		ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6,
-		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_maxrss);
+		ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6, ru.ru_maxrss, t0, t1);
 	fclose(f);
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
@@ -222,10 +204,6 @@ static int do_run(const char *out, char **argv)
 
 int main(int argc, char **argv)
 {
-	int ret;
-
-	end_file = getenv("BENCH_END_FILE");
-	unsetenv("BENCH_END_FILE");
 	if (argc == 2 && !strcmp(argv[1], "now")) {
 		printf("%" PRIu64 "\n", now_ns());
 		return 0;
@@ -233,14 +211,11 @@ int main(int argc, char **argv)
 	if (argc >= 4 && !strcmp(argv[1], "run"))
 		return do_run(argv[2], argv + 3);
 	if (argc == 4 && !strcmp(argv[1], "spin"))
-		ret = do_spin((int)parse_num(argv[2], 1, 64), parse_num(argv[3], 1e-6, 1e4));
-	else if (argc == 5 && !strcmp(argv[1], "forkexec")) {
+		return do_spin((int)parse_num(argv[2], 1, 64), parse_num(argv[3], 1e-6, 1e4));
+	if (argc == 5 && !strcmp(argv[1], "forkexec")) {
 		parse_num(argv[4], 1e-6, 1e4);
-		ret = do_forkexec((int)parse_num(argv[2], 1, 1e6), (int)parse_num(argv[3], 1, 64), argv[4]);
-	} else {
-		fprintf(stderr, "usage: benchload spin NTHREADS SCALE | forkexec N PAR SCALE | now | run OUT CMD...\n");
-		return 2;
+		return do_forkexec((int)parse_num(argv[2], 1, 1e6), (int)parse_num(argv[3], 1, 64), argv[4]);
 	}
-	write_end();
-	return ret;
+	fprintf(stderr, "usage: benchload spin NTHREADS SCALE | forkexec N PAR SCALE | now | run OUT CMD...\n");
+	return 2;
 }

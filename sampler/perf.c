@@ -35,8 +35,20 @@ struct cpu_buf {
 struct pending {
 	uint64_t time;
 	uint64_t seq;           /* ties keep ring-buffer order */
-	size_t off;             /* into arena */
+	size_t off;             /* into its chunk */
+	uint32_t chunk;
 	uint32_t len;
+};
+
+/*
+ * Records copied out of the ring buffers in one drain pass. A chunk is
+ * freed once all its records are delivered (within two passes), so a
+ * record is copied once however long it waits for its turn.
+ */
+struct chunk {
+	unsigned char *buf;     /* NULL: a free slot */
+	size_t len, alloc;
+	size_t live;            /* records not delivered yet */
 };
 
 struct perf_sampler {
@@ -48,8 +60,9 @@ struct perf_sampler {
 	unsigned max_stack;
 
 	/* records copied out of the ring buffers, waiting for their turn */
-	unsigned char *arena;
-	size_t arena_len, arena_alloc;
+	struct chunk *chunks;
+	size_t nr_chunks, alloc_chunks;
+	uint32_t cur;                   /* the chunk this pass copies into */
 	struct pending *pend;
 	size_t nr_pend, alloc_pend;
 	uint64_t seq;
@@ -434,6 +447,7 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b)
 	size_t mask = b->data_size - 1;
 
 	while (tail < head) {
+		struct chunk *c;
 		struct perf_event_header h;
 		size_t off = tail & mask, first;
 		struct pending *pe;
@@ -442,17 +456,20 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b)
 		memcpy(&h, data + off, sizeof(h));
 		if (h.size < sizeof(h) || tail + h.size > head)
 			break;
-		ALLOC_GROW(s->arena, s->arena_len + h.size, s->arena_alloc);
+		c = &s->chunks[s->cur];
+		ALLOC_GROW(c->buf, c->len + h.size, c->alloc);
 		first = b->data_size - off < h.size ? b->data_size - off : h.size;
-		memcpy(s->arena + s->arena_len, data + off, first);
-		memcpy(s->arena + s->arena_len + first, data, h.size - first);
+		memcpy(c->buf + c->len, data + off, first);
+		memcpy(c->buf + c->len + first, data, h.size - first);
 		ALLOC_GROW(s->pend, s->nr_pend + 1, s->alloc_pend);
 		pe = &s->pend[s->nr_pend++];
-		pe->off = s->arena_len;
+		pe->off = c->len;
+		pe->chunk = s->cur;
 		pe->len = h.size;
 		pe->seq = s->seq++;
-		pe->time = record_time((struct perf_event_header *)(s->arena + s->arena_len));
-		s->arena_len += h.size;
+		pe->time = record_time((struct perf_event_header *)(c->buf + c->len));
+		c->len += h.size;
+		c->live++;
 		tail += h.size;
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
@@ -700,34 +717,49 @@ static int deliver(struct perf_sampler *s, const struct perf_event_header *h, sa
  */
 static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, void *arg)
 {
-	size_t i, keep = 0, keep_len = 0;
+	size_t i;
 	int ret = 0;
 
 	qsort(s->pend, s->nr_pend, sizeof(*s->pend), pending_cmp);
 	for (i = 0; i < s->nr_pend && s->pend[i].time < limit; i++) {
-		ret = deliver(s, (struct perf_event_header *)(s->arena + s->pend[i].off), cb, arg);
+		struct chunk *c = &s->chunks[s->pend[i].chunk];
+
+		ret = deliver(s, (struct perf_event_header *)(c->buf + s->pend[i].off), cb, arg);
+		c->live--;
 		if (ret) {
 			i++;
 			break;
 		}
 	}
-	/* compact what is left to the front of the arena */
-	if (i < s->nr_pend) {
-		unsigned char *a = xmalloc(s->arena_alloc);
+	memmove(s->pend, s->pend + i, (s->nr_pend - i) * sizeof(*s->pend));
+	s->nr_pend -= i;
+	for (size_t k = 0; k < s->nr_chunks; k++) {
+		struct chunk *c = &s->chunks[k];
 
-		for (size_t j = i; j < s->nr_pend; j++) {
-			memcpy(a + keep_len, s->arena + s->pend[j].off, s->pend[j].len);
-			s->pend[keep] = s->pend[j];
-			s->pend[keep].off = keep_len;
-			keep_len += s->pend[j].len;
-			keep++;
+		if (c->buf && !c->live && k != s->cur) {
+			free(c->buf);
+			memset(c, 0, sizeof(*c));
 		}
-		free(s->arena);
-		s->arena = a;
 	}
-	s->nr_pend = keep;
-	s->arena_len = keep_len;
 	return ret;
+}
+
+/* Starts a new chunk for the next drain pass, reusing a free slot. */
+static void next_chunk(struct perf_sampler *s)
+{
+	size_t k;
+
+	if (s->nr_chunks && !s->chunks[s->cur].live) {
+		s->chunks[s->cur].len = 0;	/* nothing waits in it: reuse its buffer */
+		return;
+	}
+	for (k = 0; k < s->nr_chunks && s->chunks[k].buf; k++)
+		;
+	if (k == s->nr_chunks) {
+		ALLOC_GROW(s->chunks, s->nr_chunks + 1, s->alloc_chunks);
+		memset(&s->chunks[s->nr_chunks++], 0, sizeof(*s->chunks));
+	}
+	s->cur = k;
 }
 
 int perf_sampler_read(struct perf_sampler *s, int timeout_ms, const sigset_t *sigmask,
@@ -752,6 +784,7 @@ int perf_sampler_read(struct perf_sampler *s, int timeout_ms, const sigset_t *si
 	if (ret)
 		return ret;
 	start = time_mono_ns();
+	next_chunk(s);
 	for (unsigned i = 0; i < s->nr_cpus; i++)
 		drain_one(s, &s->cpus[i]);
 	ret = deliver_until(s, s->prev_pass_start, cb, arg);
@@ -761,6 +794,7 @@ int perf_sampler_read(struct perf_sampler *s, int timeout_ms, const sigset_t *si
 
 int perf_sampler_flush(struct perf_sampler *s, sampler_cb cb, void *arg)
 {
+	next_chunk(s);
 	for (unsigned i = 0; i < s->nr_cpus; i++)
 		drain_one(s, &s->cpus[i]);
 	return deliver_until(s, UINT64_MAX, cb, arg);
@@ -796,7 +830,9 @@ void perf_sampler_close(struct perf_sampler *s)
 	for (unsigned i = 0; i < s->nr_cpus; i++)
 		free(s->cpus[i].more);
 	free(s->cpus);
-	free(s->arena);
+	for (size_t k = 0; k < s->nr_chunks; k++)
+		free(s->chunks[k].buf);
+	free(s->chunks);
 	free(s->pend);
 	free(s->chain);
 	free(s);

@@ -95,6 +95,18 @@ help_covers_contract() {
 	help_covers_contract report "report options"
 }
 
+@test "attach --help lists exactly the options of record --help (the man page: attach takes them)" {
+	run --separate-stderr "$PROFTOOL" record --help
+	[ "$status" -eq 0 ]
+	record=$(options_in_help <<<"$output")
+	run --separate-stderr "$PROFTOOL" attach --help
+	[ "$status" -eq 0 ]
+	attach=$(options_in_help <<<"$output")
+	[ "$(wc -l <<<"$record")" -ge 5 ] || { echo "too few options parsed from record --help: $record"; false; }
+	diff -u --label "proftool record --help" --label "proftool attach --help" \
+		<(echo "$record") <(echo "$attach")
+}
+
 @test "the EXAMPLES of the man page run as written, in order, in one directory" {
 	examples=$(awk '
 		/^\.SH/ { in_ex = ($0 == ".SH EXAMPLES"); next }
