@@ -51,11 +51,11 @@ $(O)/tests/unit/%: tests/unit/%.c $(O)/libproftool.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)
 
-$(O)/workloads/%: tests/workloads/%.c
+$(O)/workloads/%: tests/workloads/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_CFLAGS) -o $@ $<
 
-$(O)/workloads-nofp/%: tests/workloads/%.c
+$(O)/workloads-nofp/%: tests/workloads/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_NOFP) -o $@ $<
 

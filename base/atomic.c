@@ -17,9 +17,23 @@ int atomic_open(struct atomic_file *af, const char *path, mode_t mode)
 	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
 	size_t n = strlen(path) + 16;
 	mode_t mask;
+	struct stat st;
 	int fd;
 
 	memset(af, 0, sizeof(*af));
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+		if (fd < 0)
+			return -errno;
+		if (!(af->fp = fdopen(fd, "w"))) {
+			int err = -errno;
+
+			close(fd);
+			return err;
+		}
+		af->path = xstrdup(path);
+		return 0;
+	}
 	af->tmp = xmalloc(n);
 	snprintf(af->tmp, n, "%.*s.%s.XXXXXX", (int)dirlen, path, path + dirlen);
 	fd = mkostemp(af->tmp, O_CLOEXEC);	/* O_CREAT|O_EXCL: never follows a link */
@@ -52,6 +66,15 @@ int atomic_commit(struct atomic_file *af)
 	errno = 0;
 	if (fflush(af->fp) || ferror(af->fp))
 		err = errno ? -errno : -EIO;
+	if (!af->tmp) {
+		/* written in place: a device or a pipe, nothing to rename */
+		if (fclose(af->fp) && !err)
+			err = -errno;
+		af->fp = NULL;
+		free(af->path);
+		af->path = NULL;
+		return err;
+	}
 	if (!err && fsync(fileno(af->fp)) < 0 && errno != EINVAL)
 		err = -errno;
 	if (fclose(af->fp) && !err)

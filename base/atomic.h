@@ -11,10 +11,14 @@
  * one filesystem and never follows a link someone planted), written through
  * FP, then either committed (flush, fsync, rename over PATH) or aborted
  * (removed). An existing PATH is untouched until the commit succeeds.
+ *
+ * A PATH that exists and is not a regular file (/dev/null, a FIFO, a
+ * terminal) is written in place instead: renaming over a device would
+ * replace it, and a stream has nothing to keep whole.
  */
 struct atomic_file {
 	char *path;
-	char *tmp;
+	char *tmp;              /* NULL when writing in place (see atomic_open) */
 	FILE *fp;
 };
 

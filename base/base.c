@@ -2,6 +2,8 @@
 /* Checked allocation, hashing, the id index and clocks shared by every stage. */
 #include "base.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -138,6 +140,41 @@ uint32_t idx_next(const struct idx *x, uint64_t hash, size_t *pos)
 			return x->id[i] - 1;
 	}
 	return IDX_NONE;
+}
+
+void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || !errlen)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+char proc_task_state(int pid, int tid, unsigned long *flags)
+{
+	char path[96], buf[1024], *p;
+	unsigned long fl = 0;
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* the name may hold spaces and parentheses: the fields start after the last ')' */
+	p = strrchr(buf, ')');
+	if (!p || p[1] != ' ')
+		return 0;
+	/* state ppid pgrp session tty tpgid flags */
+	if (flags && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &fl) == 1)
+		*flags = fl;
+	return p[2];
 }
 
 static uint64_t clock_ns(clockid_t c)

@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 /*
  * Allocation never returns NULL: on exhaustion it calls the handler installed
@@ -39,6 +40,21 @@ size_t st_mult(size_t a, size_t b);
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/*
+ * qsort(3) for arrays that may be empty (and NULL): passing NULL is
+ * undefined even with no elements, which UBSan rightly reports (git's QSORT).
+ */
+#define QSORT(base, n, cmp)                                              \
+	do {                                                             \
+		if ((n) > 1)                                             \
+			qsort((base), (n), sizeof(*(base)), (cmp));      \
+	} while (0)
+#define QSORT_R(base, n, cmp, arg)                                       \
+	do {                                                             \
+		if ((n) > 1)                                             \
+			qsort_r((base), (n), sizeof(*(base)), (cmp), (arg)); \
+	} while (0)
+
 /* 64-bit hashing (FNV-1a for bytes, a mixer for integers). */
 uint64_t hash_bytes(const void *p, size_t n, uint64_t seed);
 uint64_t hash_str(const char *s, uint64_t seed);
@@ -71,6 +87,17 @@ void idx_insert(struct idx *x, uint64_t hash, uint32_t id);
  * when there are no more.
  */
 uint32_t idx_next(const struct idx *x, uint64_t hash, size_t *pos);
+
+/* Formats a message into a caller's error buffer (perf's strerror-into-buf style); ERR may be NULL. */
+__attribute__((format(printf, 3, 4)))
+void errbuf_set(char *err, size_t errlen, const char *fmt, ...);
+
+/*
+ * The state letter of task TID of process PID from /proc/PID/task/TID/stat
+ * ('R', 'S', 'T', 't', 'Z', ...), and its kernel flags in *FLAGS when not
+ * NULL; 0 when the task is gone.
+ */
+char proc_task_state(int pid, int tid, unsigned long *flags);
 
 /* Monotonic and real clocks in nanoseconds. */
 uint64_t time_mono_ns(void);

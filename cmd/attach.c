@@ -68,30 +68,6 @@ static int parse_options(int argc, char **argv, struct sampling_opts *o, pid_t *
 	return 0;
 }
 
-/* The state letter of a task from /proc/.../stat ('R', 'S', 'T', 't', 'Z'...), or 0. */
-static char task_state(pid_t pid, pid_t tid, unsigned long *flags)
-{
-	char path[96], buf[1024], *p;
-	unsigned long fl = 0;
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
-		return 0;
-	/* fields after the name: state ppid pgrp session tty tpgid flags */
-	if (flags && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &fl) == 1)
-		*flags = fl;
-	return p[2];
-}
-
 static size_t list_tasks(pid_t pid, pid_t **out)
 {
 	char path[64];
@@ -131,7 +107,7 @@ static bool wait_stopped(pid_t pid, const pid_t *tids, size_t nr)
 		size_t stopped = 0;
 
 		for (size_t i = 0; i < nr; i++) {
-			char st = task_state(pid, tids[i], NULL);
+			char st = proc_task_state(pid, tids[i], NULL);
 
 			stopped += st == 'T' || st == 't' || st == 0 || st == 'Z' || st == 'X';
 		}
@@ -149,7 +125,7 @@ static bool wait_stopped(pid_t pid, const pid_t *tids, size_t nr)
 static int check_target(pid_t pid)
 {
 	unsigned long flags = 0;
-	char st = task_state(pid, pid, &flags);
+	char st = proc_task_state(pid, pid, &flags);
 
 	if (!st || st == 'Z' || st == 'X') {
 		error("no such process %d; 'ps' lists the running ones", (int)pid);
@@ -212,7 +188,7 @@ static int do_attach(struct sampling_opts *o, pid_t pid)
 	 * existing thread gets its own events; stopping the process first
 	 * means none is created between listing and opening.
 	 */
-	was_stopped = task_state(pid, pid, NULL) == 'T';
+	was_stopped = proc_task_state(pid, pid, NULL) == 'T';
 	if (!was_stopped && kill(pid, SIGSTOP) < 0) {
 		error("cannot stop process %d to attach: %s", (int)pid, strerror(errno));
 		return EXIT_FAIL;

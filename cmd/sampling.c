@@ -201,8 +201,8 @@ struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 	s = sampler_open(so, err, sizeof(err));
 	if (!s && o->backend == BACKEND_AUTO && so->backend == SAMPLER_BACKEND_PERF &&
 	    (errno == EACCES || errno == EPERM || errno == ENOSYS)) {
-		if (!o->quiet)
-			error("notice: perf_event_open is not permitted here (%s); sampling with ptrace instead",
+		/* said even with -q, which silences only the status line: the profile differs */
+		error("notice: perf_event_open is not permitted here (%s); sampling with ptrace instead",
 			      errno == ENOSYS ? "blocked by a seccomp filter or missing" : strerror(errno));
 		so->backend = SAMPLER_BACKEND_PTRACE;
 		s = sampler_open(so, err, sizeof(err));

@@ -15,18 +15,6 @@
 
 #include "base/atomic.h"
 
-__attribute__((format(printf, 3, 4)))
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !errlen)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* ---- writing ---- */
 
 static json_t *jstr(const char *s)
@@ -160,12 +148,12 @@ int profile_write(const struct profile *p, const char *path, char *err, size_t e
 
 	json_decref(root);
 	if (!text) {
-		set_err(err, errlen, "cannot encode the profile");
+		errbuf_set(err, errlen, "cannot encode the profile");
 		return -ENOMEM;
 	}
 	ret = atomic_open(&af, path, 0644);
 	if (ret < 0) {
-		set_err(err, errlen, "cannot create a file next to '%s': %s", path, strerror(-ret));
+		errbuf_set(err, errlen, "cannot create a file next to '%s': %s", path, strerror(-ret));
 		free(text);
 		return ret;
 	}
@@ -173,13 +161,13 @@ int profile_write(const struct profile *p, const char *path, char *err, size_t e
 	ret = gzip_to(af.fp, text, strlen(text));
 	free(text);
 	if (ret < 0) {
-		set_err(err, errlen, "cannot write '%s': %s", path, strerror(-ret));
+		errbuf_set(err, errlen, "cannot write '%s': %s", path, strerror(-ret));
 		atomic_abort(&af);
 		return ret;
 	}
 	ret = atomic_commit(&af);
 	if (ret < 0)
-		set_err(err, errlen, "cannot write '%s': %s", path, strerror(-ret));
+		errbuf_set(err, errlen, "cannot write '%s': %s", path, strerror(-ret));
 	return ret;
 }
 
@@ -485,23 +473,23 @@ struct profile *profile_read(const char *path, char *err, size_t errlen)
 
 	ret = read_all(path, &raw, &rawlen);
 	if (ret < 0) {
-		set_err(err, errlen, "%s", strerror(-ret));
+		errbuf_set(err, errlen, "%s", strerror(-ret));
 		errsv = -ret;
 		goto out;
 	}
 	if (rawlen == 0) {
-		set_err(err, errlen, "the file is empty");
+		errbuf_set(err, errlen, "the file is empty");
 		errsv = EBADMSG;
 		goto out;
 	}
 	if (rawlen >= 2 && raw[0] == 0x1f && raw[1] == 0x8b) {
 		ret = gunzip(raw, rawlen, &text, &textlen);
 		if (ret == -ENODATA) {
-			set_err(err, errlen, "the file is truncated");
+			errbuf_set(err, errlen, "the file is truncated");
 			errsv = EBADMSG;
 			goto out;
 		} else if (ret < 0) {
-			set_err(err, errlen, "the file is corrupt (bad compressed data)");
+			errbuf_set(err, errlen, "the file is corrupt (bad compressed data)");
 			errsv = EBADMSG;
 			goto out;
 		}
@@ -511,30 +499,30 @@ struct profile *profile_read(const char *path, char *err, size_t errlen)
 		textlen = rawlen;
 		raw = NULL;
 	} else {
-		set_err(err, errlen, "not a proftool profile");
+		errbuf_set(err, errlen, "not a proftool profile");
 		errsv = EPROTO;
 		goto out;
 	}
 	root = json_loadb(text, textlen, 0, &jerr);
 	if (!root) {
-		set_err(err, errlen, "the file is corrupt (%s at byte %d)", jerr.text, jerr.position);
+		errbuf_set(err, errlen, "the file is corrupt (%s at byte %d)", jerr.text, jerr.position);
 		errsv = EBADMSG;
 		goto out;
 	}
 	if (!json_is_object(root) || !json_is_string(json_object_get(root, "format")) ||
 	    strcmp(json_string_value(json_object_get(root, "format")), PROFILE_FORMAT)) {
-		set_err(err, errlen, "not a proftool profile");
+		errbuf_set(err, errlen, "not a proftool profile");
 		errsv = EPROTO;
 		goto out;
 	}
 	ver = json_object_get(root, "version");
 	if (!json_is_integer(ver) || json_integer_value(ver) < 1) {
-		set_err(err, errlen, "the file is corrupt (bad version)");
+		errbuf_set(err, errlen, "the file is corrupt (bad version)");
 		errsv = EBADMSG;
 		goto out;
 	}
 	if (json_integer_value(ver) > PROFILE_VERSION) {
-		set_err(err, errlen, "written by a newer proftool (format version %lld, this one reads up to %d)",
+		errbuf_set(err, errlen, "written by a newer proftool (format version %lld, this one reads up to %d)",
 			(long long)json_integer_value(ver), PROFILE_VERSION);
 		errsv = ENOTSUP;
 		goto out;
@@ -550,7 +538,7 @@ struct profile *profile_read(const char *path, char *err, size_t errlen)
 		char why[256];
 
 		snprintf(why, sizeof(why), "%s", err && errlen ? err : "");
-		set_err(err, errlen, "the file is corrupt (%s)", why);
+		errbuf_set(err, errlen, "the file is corrupt (%s)", why);
 		profile_free(p);
 		p = NULL;
 		errsv = EBADMSG;

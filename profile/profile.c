@@ -178,7 +178,7 @@ static int sample_cmp(const void *a, const void *b)
 
 void profile_sort_samples(struct profile *p)
 {
-	qsort(p->samples, p->nr_samples, sizeof(*p->samples), sample_cmp);
+	QSORT(p->samples, p->nr_samples, sample_cmp);
 }
 
 /* Where the process and its threads start, in glibc, musl and the dynamic loader. */

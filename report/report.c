@@ -92,7 +92,7 @@ static void print_unwind_stops(FILE *out, const struct profile_meta *m, uint64_t
 	st = xmalloc(st_mult(m->nr_stops, sizeof(*st)));
 	done = xcalloc(m->nr_stops, 1);
 	memcpy(st, m->stops, m->nr_stops * sizeof(*st));
-	qsort(st, m->nr_stops, sizeof(*st), stop_cmp);
+	QSORT(st, m->nr_stops, stop_cmp);
 	fputs("Unwinding stopped early:", out);
 	for (size_t i = 0, first = 1; i < m->nr_stops; i++) {
 		uint64_t total = 0;
@@ -177,7 +177,10 @@ static void print_header(FILE *out, const struct profile *p, const struct report
 	fprintf(out, "Lost samples: %" PRIu64, m->lost);
 	if (p->nr_samples + m->lost)
 		fprintf(out, " (%.1f%%)", 100.0 * m->lost / (p->nr_samples + m->lost));
-	if (m->freq && cpu > 0)
+	if (m->mode && !strcmp(m->mode, "wall") && secs > 0)
+		fprintf(out, "; %.1f samples per second of wall-clock time (%u Hz requested per thread)",
+			p->nr_samples / secs, m->freq);
+	else if (m->freq && cpu > 0)
 		fprintf(out, "; sampling rate %.1f Hz achieved of %u Hz requested (per CPU-second)",
 			p->nr_samples / cpu, m->freq);
 	else if (m->freq)
@@ -301,7 +304,7 @@ static void write_folded(FILE *out, const struct profile *p, const char *prefix,
 		fclose(m);
 		lines[nr++].count = count[s];
 	}
-	qsort(lines, nr, sizeof(*lines), folded_cmp);
+	QSORT(lines, nr, folded_cmp);
 	for (size_t i = 0; i < nr; i++) {
 		uint64_t c = lines[i].count;
 

@@ -153,7 +153,7 @@ void report_sort_stats(const struct profile *p, struct report_func_stat *st, siz
 {
 	struct sort_ctx c = { p, key };
 
-	qsort_r(st, nr, sizeof(*st), stat_cmp, &c);
+	QSORT_R(st, nr, stat_cmp, &c);
 }
 
 bool report_stack_complete(const struct profile *p, uint32_t stack)

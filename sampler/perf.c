@@ -216,23 +216,23 @@ static void describe_open_error(int e, const struct sampler_opts *o, char *err, 
 
 	if ((e == ENOENT || e == EOPNOTSUPP || e == ENODEV) &&
 	    (o->event == SAMPLER_EVENT_CYCLES || o->event == SAMPLER_EVENT_INSTRUCTIONS))
-		sampler_set_err(err, errlen,
+		errbuf_set(err, errlen,
 				"hardware counters are not available on this machine; use -e cpu-clock");
 	else if (e == EACCES || e == EPERM)
-		sampler_set_err(err, errlen,
+		errbuf_set(err, errlen,
 				"perf_event_open was denied (kernel.perf_event_paranoid is %ld); "
 				"run as root, grant CAP_PERFMON, or lower it with "
 				"'sysctl kernel.perf_event_paranoid=2'", paranoid);
 	else if (e == ENOSYS)
-		sampler_set_err(err, errlen,
+		errbuf_set(err, errlen,
 				"perf_event_open is not available (blocked by a seccomp filter or not built into the kernel); "
 				"allow the perf_event_open syscall in the container's seccomp profile");
 	else if (e == ESRCH)
-		sampler_set_err(err, errlen, "the process to profile has already gone");
+		errbuf_set(err, errlen, "the process to profile has already gone");
 	else if (e == EMFILE)
-		sampler_set_err(err, errlen, "too many open files for one event per CPU; raise 'ulimit -n'");
+		errbuf_set(err, errlen, "too many open files for one event per CPU; raise 'ulimit -n'");
 	else
-		sampler_set_err(err, errlen, "perf_event_open failed: %s", strerror(e));
+		errbuf_set(err, errlen, "perf_event_open failed: %s", strerror(e));
 }
 
 static void close_events(struct perf_sampler *s)
@@ -361,10 +361,15 @@ static int open_and_map(struct perf_sampler *s, const int *cpus, char *err, size
 		}
 		close_events(s);
 		if (e != EPERM || pages <= min_pages) {
-			sampler_set_err(err, errlen,
+			errbuf_set(err, errlen,
 					"cannot map a %zu KiB ring buffer per CPU: %s; raise "
 					"kernel.perf_event_mlock_kb or 'ulimit -l'", data / 1024, strerror(e));
-			return -e;
+			/*
+			 * EPERM here means the locked-memory budget ran out, not that
+			 * perf events are denied: say so with an errno of its own, so
+			 * that --backend auto does not take it for a denial.
+			 */
+			return e == EPERM ? -ENOBUFS : -e;
 		}
 		pages /= 2;
 	}
@@ -720,7 +725,7 @@ static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, 
 	size_t i;
 	int ret = 0;
 
-	qsort(s->pend, s->nr_pend, sizeof(*s->pend), pending_cmp);
+	QSORT(s->pend, s->nr_pend, pending_cmp);
 	for (i = 0; i < s->nr_pend && s->pend[i].time < limit; i++) {
 		struct chunk *c = &s->chunks[s->pend[i].chunk];
 

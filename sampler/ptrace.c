@@ -159,23 +159,6 @@ static uint64_t task_cpu_ns(pid_t pid, pid_t tid)
 	return ns;
 }
 
-static char task_state(pid_t pid, pid_t tid)
-{
-	char path[96], buf[512], *p;
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", (int)pid, (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /* CPU time of a whole process (all threads, reaped children), from /proc. */
 static uint64_t proc_cpu_ns(pid_t pid)
 {
@@ -573,7 +556,7 @@ static void tick(struct ptrace_sampler *s)
 			continue;
 		if (t->group_stopped) {
 			/* SIGCONT ends a group-stop without always telling the tracer */
-			st = task_state(t->pid, t->tid);
+			st = proc_task_state(t->pid, t->tid, NULL);
 			if (st == 'T' || st == 't')
 				continue;
 			t->group_stopped = false;
@@ -619,7 +602,7 @@ struct ptrace_sampler *ptrace_sampler_open(const struct sampler_opts *opts, char
 
 	s->opts = *opts;
 	if (opts->event != SAMPLER_EVENT_CPU_CLOCK && opts->event != SAMPLER_EVENT_TASK_CLOCK) {
-		sampler_set_err(err, errlen, "the ptrace backend samples time only; use -e cpu-clock");
+		errbuf_set(err, errlen, "the ptrace backend samples time only; use -e cpu-clock");
 		free(s);
 		errno = EINVAL;
 		return NULL;
@@ -637,11 +620,11 @@ struct ptrace_sampler *ptrace_sampler_open(const struct sampler_opts *opts, char
 			if (e == ESRCH && opts->nr_tids && i)
 				continue;	/* a thread that just exited */
 			if (e == EPERM || e == EACCES)
-				sampler_set_err(err, errlen, "not allowed to trace process %d: ptrace was denied "
+				errbuf_set(err, errlen, "not allowed to trace process %d: ptrace was denied "
 						"(another user's process, kernel.yama.ptrace_scope, or a seccomp filter)",
 						(int)opts->pid);
 			else
-				sampler_set_err(err, errlen, "cannot trace process %d: %s", (int)opts->pid, strerror(e));
+				errbuf_set(err, errlen, "cannot trace process %d: %s", (int)opts->pid, strerror(e));
 			ptrace_sampler_close(s);
 			errno = e;
 			return NULL;

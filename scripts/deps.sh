@@ -7,8 +7,8 @@ set -eu
 
 want="gcc g++ make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev"
 case "${1:-build}" in
-check) want="$want bats procps libc6-dbg" ;;
-bench) want="$want bats procps libc6-dbg linux-perf time" ;;
+check) want="$want bats procps libc6-dbg groff-base man-db" ;;
+bench) want="$want bats procps libc6-dbg linux-perf" ;;
 esac
 
 missing=

@@ -23,10 +23,10 @@ struct sym_elf {
 	size_t nr_owned, alloc_owned;
 };
 
-/* Default search path: next to the file, its .debug directory, /usr/lib/debug (build-id too). */
+/* NULL: the default search path, next to the file, its .debug directory, /usr/lib/debug */
 static char *debuginfo_path;
 
-static const Dwfl_Callbacks offline_callbacks = {
+const Dwfl_Callbacks sym_dwfl_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
 	.find_debuginfo = dwfl_standard_find_debuginfo,
 	.section_address = dwfl_offline_section_address,
@@ -46,7 +46,7 @@ struct sym_elf *sym_elf_open(const char *path, int fd)
 	if (fd < 0)
 		return NULL;
 	e = xcalloc(1, sizeof(*e));
-	e->dwfl = dwfl_begin(&offline_callbacks);
+	e->dwfl = dwfl_begin(&sym_dwfl_callbacks);
 	if (!e->dwfl) {
 		close(fd);
 		free(e);

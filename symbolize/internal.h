@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <elfutils/libdwfl.h>
+
 /* One frame of a resolved address; strings stay valid until the sym_elf is closed. */
 struct sym_frame {
 	const char *func;       /* NULL when there is no symbol */
@@ -68,6 +70,12 @@ struct sym_perfmap *sym_perfmap_load(int32_t pid);
 void sym_perfmap_free(struct sym_perfmap *m);
 /* The JIT function containing ADDR and its start, or NULL; the string stays the map's. */
 const char *sym_perfmap_find(const struct sym_perfmap *m, uint64_t addr, uint64_t *start);
+
+/*
+ * libdwfl callbacks for modules reported from files we hand it: debug info
+ * found next to the file, in .debug/ and /usr/lib/debug (build-id too).
+ */
+extern const Dwfl_Callbacks sym_dwfl_callbacks;
 
 /* ---- DWARF unwinding of copied user stacks (unwind.c) ---- */
 

@@ -35,15 +35,20 @@ struct sym_kallsyms *sym_kallsyms_load(const char *path)
 	if (!f)
 		return NULL;
 	k = xcalloc(1, sizeof(*k));
+	/* 100k+ lines: parsed by hand, sscanf was most of a short recording's cost */
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long addr;
-		char type, name[256];
+		char *end, *name;
+		unsigned long long addr = strtoull(line, &end, 16);
+		char type;
 
-		if (sscanf(line, "%llx %c %255s", &addr, &type, name) != 3)
+		if (end == line || *end != ' ' || !end[1] || end[2] != ' ')
 			continue;
+		type = end[1];
 		/* text symbols only; all-zero addresses mean kptr_restrict hides them */
 		if (!addr || (type != 't' && type != 'T' && type != 'W' && type != 'w'))
 			continue;
+		name = end + 3;
+		name[strcspn(name, " \t\n")] = '\0';
 		ALLOC_GROW(k->syms, k->nr + 1, k->alloc);
 		k->syms[k->nr].addr = addr;
 		k->syms[k->nr].name = xstrdup(name);
@@ -54,7 +59,7 @@ struct sym_kallsyms *sym_kallsyms_load(const char *path)
 		sym_kallsyms_free(k);
 		return NULL;
 	}
-	qsort(k->syms, k->nr, sizeof(*k->syms), ksym_cmp);
+	QSORT(k->syms, k->nr, ksym_cmp);
 	return k;
 }
 

@@ -53,7 +53,7 @@ struct sym_perfmap *sym_perfmap_load(int32_t pid)
 	}
 	fclose(f);
 	/* stable: a later entry for the same start (recompiled code) wins below */
-	qsort(m->syms, m->nr, sizeof(*m->syms), jit_cmp);
+	QSORT(m->syms, m->nr, jit_cmp);
 	return m;
 }
 

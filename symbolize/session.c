@@ -799,7 +799,7 @@ struct profile *sym_session_finish(struct sym_session *ss,
 
 	for (size_t i = 0; i < ss->nr_frames; i++)
 		order[i] = i;
-	qsort_r(order, ss->nr_frames, sizeof(*order), frame_by_module, ss->frames);
+	QSORT_R(order, ss->nr_frames, frame_by_module, ss->frames);
 	for (size_t k = 0; k < ss->nr_frames; k++) {
 		const struct rawframe *rf = &ss->frames[order[k]];
 		struct module *m = &ss->mods[rf->module];

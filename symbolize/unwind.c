@@ -36,15 +36,6 @@ struct sym_unwinder {
 	bool read_failed;
 };
 
-static char *debuginfo_path;
-
-static const Dwfl_Callbacks callbacks = {
-	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.section_address = dwfl_offline_section_address,
-	.debuginfo_path = &debuginfo_path,
-};
-
 /* perf's x86-64 register order (mask 0xff0fff packed) for each DWARF register 0..16 */
 static const uint8_t dwarf_from_perf[17] = {
 	0,      /* rax <- AX */
@@ -186,7 +177,7 @@ void sym_unwinder_sync(struct sym_unwinder *u, const struct sym_mapping *maps, s
 {
 	if (!add_only || !u->dwfl) {
 		dwfl_end(u->dwfl);
-		u->dwfl = dwfl_begin(&callbacks);
+		u->dwfl = dwfl_begin(&sym_dwfl_callbacks);
 		u->attached = false;
 		u->nr_reported = 0;
 		if (!u->dwfl)

@@ -156,3 +156,15 @@ usage_fails() {
 	[ "$status" -eq 1 ]
 	one_error_line
 }
+
+@test "-o naming a device writes to it and never replaces it" {
+	[ -c /dev/null ] || skip "no /dev/null"
+	run --separate-stderr "$PROFTOOL" record -q -o /dev/null -- "$WORKLOADS/split" 0.1
+	[ "$status" -eq 0 ]
+	[ -c /dev/null ]
+	record_to p.data -- "$WORKLOADS/split" 0.1
+	run --separate-stderr "$PROFTOOL" report -o /dev/null p.data
+	[ "$status" -eq 0 ]
+	[ -c /dev/null ]
+	[ -z "$(ls -A /dev | grep '^\.null\.')" ]
+}

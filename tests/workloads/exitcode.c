@@ -11,6 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "work.h"
+
 /* Iterations of crunch() that take roughly one second on a modern x86-64 core. */
 #define ITERS_PER_SEC	520000000.0
 /* Seconds of CPU burnt before acting on MODE, at SCALE 1. */
@@ -20,45 +22,6 @@
 
 static volatile uint64_t sink;
 static volatile sig_atomic_t got_sigint;
-
-/*
- * n steps of a 64-bit LCG plus a xorshift; the empty asm makes the value
- * opaque so the compiler can neither vectorise nor shortcut the loop.
- * The volatile stack slot is touched on entry so that, in frame-pointer
- * builds, the calling work function sets up its frame before the loop
- * instead of shrink-wrapping it away (which would hide its caller).
- */
-/*
- * A macro rather than an inline function on purpose: inlined functions get
- * their own frames in the profile, and these workloads want each named
- * function to hold its work itself.
- */
-#define crunch(x0, n0) ({						\
-	volatile uint64_t anchor_ = (x0);				\
-	uint64_t x_ = anchor_, n_ = (n0);				\
-									\
-	for (uint64_t i_ = 0; i_ < n_; i_++) {				\
-		x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL; \
-		x_ ^= x_ >> 29;						\
-		asm volatile("" : "+r" (x_));				\
-	}								\
-	x_;								\
-})
-
-static double parse_scale(const char *arg)
-{
-	char *end;
-	double scale;
-
-	errno = 0;
-	scale = strtod(arg, &end);
-	if (errno || end == arg || *end != '\0' || !isfinite(scale) ||
-	    scale <= 0.0 || scale > 1e6) {
-		fprintf(stderr, "invalid SCALE '%s' (want a positive number)\n", arg);
-		exit(2);
-	}
-	return scale;
-}
 
 static __attribute__((noinline, noclone)) void burn(uint64_t n)
 {
