@@ -736,7 +736,8 @@ static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, 
 			break;
 		}
 	}
-	memmove(s->pend, s->pend + i, (s->nr_pend - i) * sizeof(*s->pend));
+	if (i && i < s->nr_pend)
+		memmove(s->pend, s->pend + i, (s->nr_pend - i) * sizeof(*s->pend));
 	s->nr_pend -= i;
 	for (size_t k = 0; k < s->nr_chunks; k++) {
 		struct chunk *c = &s->chunks[k];

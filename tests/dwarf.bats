@@ -145,6 +145,35 @@ kernel_frames_allowed() {
 	at_least "$(ancestor_share __vdso_clock_gettime timing_loop <<<"$output")" 95
 	run --separate-stderr "$PROFTOOL" report --sort tottime v.data
 	[[ "$output" == *"[vdso](__vdso_clock_gettime)"* ]]
+	# the hot libc wrapper around it has file:line from libc6-dbg
+	if dpkg-query -W -f='${Status}' libc6-dbg 2>/dev/null | grep -q 'ok installed'; then
+		[[ "$output" == *"clock_gettime.c:"*"(clock_gettime)"* ]]
+	fi
+}
+
+@test "python3 -X perf (CPython >= 3.12) shows Python function names" {
+	py=
+	for c in python3.14 python3.13 python3.12 python3; do
+		if command -v "$c" >/dev/null &&
+			"$c" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null; then
+			py=$c
+			break
+		fi
+	done
+	[ -n "$py" ] || skip "no CPython >= 3.12 here (python3 is $(python3 --version 2>&1)): -X perf needs it"
+	cat >hot.py <<'PY'
+def hot_python_function(n):
+    s = 0
+    for i in range(n):
+        s += i * i
+    return s
+for _ in range(40):
+    hot_python_function(200000)
+PY
+	record_to py.data -- "$py" -X perf hot.py
+	run --separate-stderr "$PROFTOOL" report --format folded py.data
+	[ "$status" -eq 0 ]
+	grep -q 'hot_python_function' <<<"$output"
 }
 
 @test "JIT code is named from /tmp/perf-PID.map (node --perf-basic-prof)" {
