@@ -272,11 +272,15 @@ void sampling_loop(struct sampling_run *r, const sigset_t *waitmask)
 
 		if (ret < 0)
 			break;
-		if (got_child && r->child > 0) {
+		if (r->child > 0) {
 			int st;
 
+			/*
+			 * Asked every time, not only after SIGCHLD: ptrace reports every
+			 * stop as SIGCHLD and the sampler may have taken the signal; it
+			 * knows which status is the exit.
+			 */
 			got_child = 0;
-			/* ptrace reports every stop as SIGCHLD: the sampler knows which is the exit */
 			if (sampler_reap(r->sampler, r->child, &st))
 				r->status = st;
 		}

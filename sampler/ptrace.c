@@ -491,22 +491,34 @@ static bool is_interrupt_stop(int status)
 static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 {
 	uint64_t deadline = time_mono_ns() + WAIT_LIMIT_NS;
+	struct timespec nap = { 0, 0 };
 	size_t left = 0;
+	sigset_t chld;
+
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
 
 	for (size_t i = 0; i < n; i++)
 		if (ptrace(PTRACE_INTERRUPT, tids[i], 0, 0) == 0)
 			tids[left++] = tids[i];
 	while (left) {
-		struct timespec nap = { 0, 50000 };
 		struct rusage ru;
 		int status;
 		pid_t w = wait4(-1, &status, WNOHANG | __WALL, &ru);
 		size_t k;
 
 		if (w <= 0) {
-			if ((w < 0 && errno != EINTR) || time_mono_ns() > deadline)
+			uint64_t now = time_mono_ns();
+
+			if ((w < 0 && errno != EINTR) || now > deadline)
 				break;
-			nanosleep(&nap, NULL);
+			/*
+			 * Each stop arrives as SIGCHLD, which the caller keeps blocked:
+			 * wait for it rather than poll, since the thread stays stopped
+			 * for as long as we dawdle here.
+			 */
+			nap.tv_nsec = deadline - now < 1000000 ? (long)(deadline - now) : 1000000;
+			sigtimedwait(&chld, NULL, &nap);
 			continue;
 		}
 		for (k = 0; k < left && tids[k] != w; k++)
