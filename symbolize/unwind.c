@@ -152,6 +152,12 @@ static void mark_reported(struct sym_unwinder *u, uint32_t module)
 	u->nr_reported++;
 }
 
+/*
+ * XXX: every process gets its own Dwfl, so a library mapped by 150 short
+ * processes is opened and its CFI parsed 150 times (make bench, fork+exec:
+ * ~9 ms of CPU a process). Sharing parsed modules across address spaces,
+ * keyed by build-id or dev/inode, would remove that.
+ */
 static void report(struct sym_unwinder *u, const struct sym_mapping *m)
 {
 	uint64_t bias;
