@@ -2,6 +2,7 @@
 /* proftool report: read one or more profiles, merge them and print a report. */
 #include <errno.h>
 #include <getopt.h>
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,8 +21,13 @@ static const char report_usage[] =
 	"  -i FILE              profile to read (may repeat)\n"
 	"  --sort KEY           cumtime (cumulative), tottime (time), nsamples (ncalls,\n"
 	"                       calls), name, filename, nfl (default cumtime)\n"
-	"  --format FMT         table (cProfile-style, default) or folded (one line per\n"
-	"                       stack: frames root first, ';'-separated, then the count)\n"
+	"  --format FMT         table (cProfile-style, default); tree (the call tree,\n"
+	"                       callees indented under callers); callers or callees\n"
+	"                       (pstats print_callers/print_callees); folded (one line\n"
+	"                       per stack: frames root first, ';'-separated, then the count)\n"
+	"  --min-percent P      tree: fold nodes under P%% of the samples into one line\n"
+	"                       (default 0.5)\n"
+	"  --match REGEX        callers/callees: only functions whose name matches REGEX\n"
 	"  --limit N            rows in tables; 0 shows all (default 30)\n"
 	"  --per-thread         one report per thread, titled by its name and ids\n"
 	"  --pid P, --tid T     keep only samples of process P or thread T\n"
@@ -37,6 +43,8 @@ enum {
 	OPT_PID,
 	OPT_TID,
 	OPT_COMM,
+	OPT_MIN_PERCENT,
+	OPT_MATCH,
 };
 
 static const struct option report_options[] = {
@@ -47,6 +55,8 @@ static const struct option report_options[] = {
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "tid", required_argument, NULL, OPT_TID },
 	{ "comm", required_argument, NULL, OPT_COMM },
+	{ "min-percent", required_argument, NULL, OPT_MIN_PERCENT },
+	{ "match", required_argument, NULL, OPT_MATCH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -64,6 +74,7 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 	int c;
 
 	o->ro.limit = 30;
+	o->ro.min_percent = 0.5;
 	opterr = 0;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, ":i:o:h", report_options, NULL)) != -1) {
@@ -78,7 +89,7 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 			break;
 		case OPT_FORMAT:
 			if (report_format_parse(optarg, &o->ro.format) < 0)
-				return usage_error("report", "unknown format '%s' (use table or folded)", optarg);
+				return usage_error("report", "unknown format '%s' (use table, tree, callers, callees or folded)", optarg);
 			break;
 		case OPT_LIMIT:
 			if (!parse_ulong(optarg, 0, SIZE_MAX, &v))
@@ -101,6 +112,25 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 		case OPT_COMM:
 			o->ro.filter.comm = optarg;
 			break;
+		case OPT_MIN_PERCENT: {
+			char *end;
+
+			errno = 0;
+			o->ro.min_percent = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(o->ro.min_percent >= 0) ||
+			    o->ro.min_percent > 100)
+				return usage_error("report", "--min-percent must be a number from 0 to 100, not '%s'", optarg);
+			break;
+		}
+		case OPT_MATCH: {
+			regex_t re;
+
+			if (regcomp(&re, optarg, REG_EXTENDED | REG_NOSUB))
+				return usage_error("report", "--match '%s' is not a valid regular expression", optarg);
+			regfree(&re);
+			o->ro.match = optarg;
+			break;
+		}
 		case 'o':
 			if (!*optarg)
 				return usage_error("report", "-o needs a file name");
@@ -194,6 +224,11 @@ static int do_report(struct report_cmd_opts *o)
 	o->ro.nr_inputs = o->nr_inputs;
 	ret = report_write(out, p, &o->ro);
 	profile_free(p);
+	if (ret == -ENOENT) {
+		atomic_abort(&af);
+		error("no function matches --match '%s'; '--format table --limit 0' lists them", o->ro.match ? o->ro.match : "");
+		return EXIT_FAIL;
+	}
 	if (ret == -ENODATA) {
 		atomic_abort(&af);
 		error("no samples match the --pid/--tid/--comm filters; 'proftool report --per-thread' lists the threads");

@@ -16,6 +16,9 @@ static const struct {
 } format_names[] = {
 	{ "table", REPORT_TABLE },
 	{ "folded", REPORT_FOLDED },
+	{ "tree", REPORT_TREE },
+	{ "callers", REPORT_CALLERS },
+	{ "callees", REPORT_CALLEES },
 };
 
 int report_format_parse(const char *s, enum report_format *out)
@@ -116,7 +119,9 @@ static void print_unwind_stops(FILE *out, const struct profile_meta *m, uint64_t
 			fputc(')', out);
 	}
 	if (incomplete > explained)
-		fprintf(out, ", %" PRIu64 " at a frame that is not a thread's entry", incomplete - explained);
+		fprintf(out, ", %" PRIu64 " at a frame that is not a thread's entry%s", incomplete - explained,
+			m->callgraph && !strcmp(m->callgraph, "fp") ?
+			" (code without frame pointers? try -g dwarf)" : "");
 	fputc('\n', out);
 	free(st);
 	free(done);
@@ -198,7 +203,7 @@ static void print_header(FILE *out, const struct profile *p, const struct report
 
 /* ---- table ---- */
 
-static void func_label(const struct profile_func *f, char *buf, size_t n)
+void report_func_label(const struct profile_func *f, char *buf, size_t n)
 {
 	if (f->file)
 		snprintf(buf, n, "%s:%" PRIu32 "(%s)", f->file, f->line, f->name);
@@ -223,7 +228,7 @@ static void write_table(FILE *out, const struct profile *p, const struct report_
 	for (size_t i = 0; i < rows; i++) {
 		const struct report_func_stat *s = &st[i];
 
-		func_label(&p->funcs[s->func], label, sizeof(label));
+		report_func_label(&p->funcs[s->func], label, sizeof(label));
 		snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, s->self, s->cum);
 		fprintf(out, "%15s %9.3f %5.1f%% %9.3f %5.1f%%  %s\n", ns, s->self_ns / 1e9,
 			total ? 100.0 * s->self / total : 0.0, s->cum_ns / 1e9,
@@ -322,13 +327,25 @@ static void write_folded(FILE *out, const struct profile *p, const char *prefix,
 
 /* ---- entry point ---- */
 
-static void write_section(FILE *out, const struct profile *p, const struct report_opts *o,
-			  const bool *keep, const char *prefix)
+static int write_section(FILE *out, const struct profile *p, const struct report_opts *o,
+			 const bool *keep, const char *prefix)
 {
-	if (o->format == REPORT_FOLDED)
+	switch (o->format) {
+	case REPORT_FOLDED:
 		write_folded(out, p, prefix, keep);
-	else
-		write_table(out, p, o, keep);
+		return 0;
+	case REPORT_TREE:
+		report_write_tree(out, p, keep, o->min_percent);
+		return 0;
+	case REPORT_CALLERS:
+	case REPORT_CALLEES:
+		return report_write_calls(out, p, keep, o->format == REPORT_CALLERS, o->match,
+					  o->limit, o->sort);
+	case REPORT_TABLE:
+		break;
+	}
+	write_table(out, p, o, keep);
+	return 0;
 }
 
 int report_write(FILE *out, const struct profile *p, const struct report_opts *o)
@@ -341,12 +358,18 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 		free(keep);
 		return -ENODATA;
 	}
-	if (o->format == REPORT_TABLE)
+	/* nothing is written when nothing can match */
+	if ((o->format == REPORT_CALLERS || o->format == REPORT_CALLEES) && o->match &&
+	    !report_any_match(p, keep, o->match)) {
+		free(keep);
+		return -ENOENT;
+	}
+	if (o->format != REPORT_FOLDED)
 		print_header(out, p, o, keep, kept);
 	if (!o->per_thread) {
-		write_section(out, p, o, keep, NULL);
+		ret = write_section(out, p, o, keep, NULL);
 	} else {
-		bool *has = xcalloc(p->nr_threads + 1, 1);
+		bool *has = xcalloc(p->nr_threads + 1, 1), any = false;
 
 		for (size_t i = 0; i < p->nr_samples; i++)
 			if (keep[i])
@@ -362,13 +385,16 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 			k = select_samples(p, &o->filter, t, &n);
 			snprintf(title, sizeof(title), "%s (pid %d, tid %d)", th->comm,
 				 (int)p->procs[th->process].pid, (int)th->tid);
-			if (o->format == REPORT_TABLE)
+			if (o->format != REPORT_FOLDED)
 				fprintf(out, "\n=== %s === %" PRIu64 " samples (%.1f%%)\n", title, n,
 					100.0 * n / kept);
-			write_section(out, p, o, k, title);
+			/* callers/callees: fine as long as some section had a match */
+			if (!write_section(out, p, o, k, title))
+				any = true;
 			free(k);
 		}
 		free(has);
+		ret = any ? 0 : -ENOENT;
 	}
 	free(keep);
 	if (ferror(out))

@@ -13,6 +13,9 @@
 enum report_format {
 	REPORT_TABLE,
 	REPORT_FOLDED,
+	REPORT_TREE,
+	REPORT_CALLERS,
+	REPORT_CALLEES,
 };
 
 enum report_sort {
@@ -36,6 +39,8 @@ struct report_opts {
 	enum report_sort sort;
 	size_t limit;           /* table rows; 0 = all */
 	bool per_thread;        /* one section per thread */
+	double min_percent;     /* tree: fold nodes below this share of samples */
+	const char *match;      /* callers/callees: only functions matching this POSIX ERE */
 	struct report_filter filter;
 	const char *const *inputs; /* file names, for the header */
 	size_t nr_inputs;
@@ -47,7 +52,8 @@ int report_format_parse(const char *s, enum report_format *out);
 
 /*
  * Writes the report of P to OUT. Returns 0, -ENODATA when no sample
- * passes the filter, or a negative errno from writing.
+ * passes the filter, -ENOENT when no function matches o->match, or a
+ * negative errno from writing.
  */
 int report_write(FILE *out, const struct profile *p, const struct report_opts *o);
 
@@ -71,6 +77,22 @@ struct report_func_stat *report_func_stats(const struct profile *p, const bool *
 
 void report_sort_stats(const struct profile *p, struct report_func_stat *st, size_t nr,
 		       enum report_sort key);
+
+/* "file:line(function)", "module(function)" or the bare name, as the table shows a function. */
+void report_func_label(const struct profile_func *f, char *buf, size_t n);
+
+/* The call tree of the samples KEEP accepts, children by total, small nodes folded. */
+void report_write_tree(FILE *out, const struct profile *p, const bool *keep, double min_percent);
+/*
+ * pstats' print_callers/print_callees: for each function (matching MATCH, in
+ * SORT order, at most LIMIT), who called it or what it called, with the
+ * samples in which both were on the stack. -ENOENT when none matched.
+ */
+/* Whether a function of the samples KEEP accepts has a name matching the POSIX ERE MATCH. */
+bool report_any_match(const struct profile *p, const bool *keep, const char *match);
+
+int report_write_calls(FILE *out, const struct profile *p, const bool *keep, bool callers,
+		       const char *match, size_t limit, enum report_sort sort);
 
 /* Whether the outermost frame of STACK is where a thread starts (_start, clone, ...). */
 bool report_stack_complete(const struct profile *p, uint32_t stack);

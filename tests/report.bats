@@ -162,3 +162,50 @@ sorted_by() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"split.c:"*"(leaf_a)"* ]]
 }
+
+@test "--format tree: the call tree, totals add up, recursion nested, small nodes folded" {
+	run --separate-stderr "$PROFTOOL" report --format tree split.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"function (callees indented under their callers)"* ]]
+	# leaf_a sits under main, indented further
+	main_indent=$(awk '/\(main\)$/ { match($0, /  +[^ ]+\(main\)$/); print RLENGTH; exit }' <<<"$output")
+	[ -n "$main_indent" ]
+	grep -qE '\(leaf_a\)$' <<<"$output"
+	# a root's samples equal the header's count
+	total=$(sed -n 's/^\([0-9]*\) samples over.*/\1/p' <<<"$output")
+	root=$(awk '/^ *[0-9.]+% +[0-9.]+% / && $0 ~ /\(_start\)$/ { print $5; exit }' <<<"$output")
+	[ "$root" -le "$total" ]
+	at_least "$root" "$((total * 95 / 100))"
+	# recursion: recurse appears nested under itself, never above 100%
+	run --separate-stderr "$PROFTOOL" report --format tree --min-percent 0 rec.data
+	[ "$(grep -c '(recurse)$' <<<"$output")" -ge 10 ]
+	awk '/^ *[0-9.]+% / { v = $1; sub(/%/, "", v); if (v + 0 > 100) bad = 1 } END { exit bad }' <<<"$output"
+	# --min-percent folds the small nodes into one line per parent
+	run --separate-stderr "$PROFTOOL" report --format tree --min-percent 25 split.data
+	[[ "$output" == *"… 1 more below 25.0%"* ]]
+	! grep -q '(leaf_c)$' <<<"$output"
+}
+
+@test "--format callers and callees, with --match" {
+	run --separate-stderr "$PROFTOOL" report --format callers --match '^leaf_' split.data
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^ *<- .*(main)$' <<<"$output")" -eq 3 ]
+	# the samples of an edge add up to the function's cumulative samples here
+	a=$(awk '/\(leaf_a\)  \(/ { sub(/.*\(/, ""); print $1; exit }' <<<"$output")
+	e=$(awk '/\(leaf_a\)  \(/ { getline; print $2 }' <<<"$output")
+	[ "$a" = "$e" ]
+	run --separate-stderr "$PROFTOOL" report --format callees --match '^main$' split.data
+	[ "$status" -eq 0 ]
+	for leaf in leaf_a leaf_b leaf_c; do
+		grep -q "^ *-> .*($leaf)$" <<<"$output"
+	done
+	run --separate-stderr "$PROFTOOL" report --format callers --match 'no_such_fn' split.data
+	[ "$status" -eq 1 ]
+	one_error_line
+	[ -z "$output" ]
+	run --separate-stderr "$PROFTOOL" report --format callers --match '(' split.data
+	[ "$status" -eq 2 ]
+	one_error_line
+	run --separate-stderr "$PROFTOOL" report --format tree --min-percent 200 split.data
+	[ "$status" -eq 2 ]
+}

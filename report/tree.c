@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+/* The call tree (--format tree) and pstats-style callers/callees, merged by function. */
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+
+/* A node of the call tree: one function reached by one path of functions from a root. */
+struct tnode {
+	uint32_t parent;        /* PROFILE_NONE for a root */
+	uint32_t func;
+	uint64_t self, cum;     /* samples */
+	uint64_t self_ns, cum_ns;
+};
+
+struct tree {
+	struct tnode *nodes;
+	size_t nr, alloc;
+	struct idx index;       /* (parent, func) -> node */
+};
+
+static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t func)
+{
+	uint64_t h = hash_combine(hash_u64(parent), func);
+	size_t pos = 0;
+	uint32_t id;
+
+	while ((id = idx_next(&t->index, h, &pos)) != IDX_NONE)
+		if (t->nodes[id].parent == parent && t->nodes[id].func == func)
+			return id;
+	ALLOC_GROW(t->nodes, t->nr + 1, t->alloc);
+	id = t->nr++;
+	memset(&t->nodes[id], 0, sizeof(*t->nodes));
+	t->nodes[id].parent = parent;
+	t->nodes[id].func = func;
+	idx_insert(&t->index, h, id);
+	return id;
+}
+
+/*
+ * Stack nodes are by location (function and line); the tree merges them
+ * by function. Each sample adds to every node on its own path once, so a
+ * recursive function shows nested, and no total counts a sample twice.
+ */
+static void build_tree(struct tree *t, const struct profile *p, const bool *keep)
+{
+	uint32_t *tn = xmalloc(st_mult(p->nr_stacks + 1, sizeof(*tn)));
+	uint64_t *n = xcalloc(p->nr_stacks + 1, sizeof(*n)), *ns = xcalloc(p->nr_stacks + 1, sizeof(*ns));
+
+	memset(t, 0, sizeof(*t));
+	for (size_t s = 0; s < p->nr_stacks; s++) {
+		uint32_t par = p->stacks[s].parent;
+
+		tn[s] = tree_child(t, par == PROFILE_NONE ? PROFILE_NONE : tn[par],
+				   p->locs[p->stacks[s].loc].func);
+	}
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		if (keep[i]) {
+			n[p->samples[i].stack]++;
+			ns[p->samples[i].stack] += p->samples[i].weight_ns;
+		}
+	}
+	for (size_t s = 0; s < p->nr_stacks; s++) {
+		if (!n[s])
+			continue;
+		t->nodes[tn[s]].self += n[s];
+		t->nodes[tn[s]].self_ns += ns[s];
+		for (uint32_t a = tn[s]; a != PROFILE_NONE; a = t->nodes[a].parent) {
+			t->nodes[a].cum += n[s];
+			t->nodes[a].cum_ns += ns[s];
+		}
+	}
+	free(tn);
+	free(n);
+	free(ns);
+}
+
+static const struct tnode *sort_nodes;
+
+static int by_cum(const void *a, const void *b)
+{
+	const struct tnode *x = &sort_nodes[*(const uint32_t *)a], *y = &sort_nodes[*(const uint32_t *)b];
+
+	if (x->cum != y->cum)
+		return x->cum > y->cum ? -1 : 1;
+	return x->func < y->func ? -1 : x->func > y->func;
+}
+
+static void print_node(FILE *out, const struct profile *p, const struct tree *t,
+		       uint32_t **kids, const uint32_t *nr_kids, uint32_t id, unsigned depth,
+		       uint64_t total, double min_percent)
+{
+	const struct tnode *nd = &t->nodes[id];
+	char label[4096];
+	uint64_t hidden = 0;
+	size_t nr_hidden = 0;
+
+	report_func_label(&p->funcs[nd->func], label, sizeof(label));
+	fprintf(out, "%6.1f%% %6.1f%% %9.3f %9.3f %9" PRIu64 "  %*s%s\n",
+		100.0 * nd->cum / total, 100.0 * nd->self / total, nd->cum_ns / 1e9,
+		nd->self_ns / 1e9, nd->cum, (int)(2 * depth), "", label);
+	for (uint32_t k = 0; k < nr_kids[id]; k++) {
+		uint32_t c = kids[id][k];
+
+		if (100.0 * t->nodes[c].cum / total < min_percent) {
+			hidden += t->nodes[c].cum;
+			nr_hidden++;
+			continue;
+		}
+		print_node(out, p, t, kids, nr_kids, c, depth + 1, total, min_percent);
+	}
+	if (nr_hidden)
+		fprintf(out, "%6.1f%% %7s %9s %9s %9" PRIu64 "  %*s… %zu more below %.1f%%\n",
+			100.0 * hidden / total, "", "", "", hidden, (int)(2 * depth + 2), "",
+			nr_hidden, min_percent);
+}
+
+void report_write_tree(FILE *out, const struct profile *p, const bool *keep, double min_percent)
+{
+	struct tree t;
+	uint32_t **kids, *nr_kids, *roots = NULL;
+	size_t nr_roots = 0, alloc_roots = 0;
+	uint64_t total = 0;
+
+	build_tree(&t, p, keep);
+	kids = xcalloc(t.nr + 1, sizeof(*kids));
+	nr_kids = xcalloc(t.nr + 1, sizeof(*nr_kids));
+	for (size_t i = 0; i < t.nr; i++) {
+		uint32_t par = t.nodes[i].parent;
+
+		if (!t.nodes[i].cum)
+			continue;
+		if (par == PROFILE_NONE) {
+			ALLOC_GROW(roots, nr_roots + 1, alloc_roots);
+			roots[nr_roots++] = i;
+			total += t.nodes[i].cum;
+			continue;
+		}
+		kids[par] = xrealloc(kids[par], st_mult(nr_kids[par] + 1, sizeof(**kids)));
+		kids[par][nr_kids[par]++] = i;
+	}
+	sort_nodes = t.nodes;
+	QSORT(roots, nr_roots, by_cum);
+	for (size_t i = 0; i < t.nr; i++)
+		QSORT(kids[i], nr_kids[i], by_cum);
+	fprintf(out, "\n%7s %7s %9s %9s %9s  %s\n", "total%", "self%", "total", "self", "samples",
+		"function (callees indented under their callers)");
+	for (size_t r = 0; r < nr_roots && total; r++) {
+		if (100.0 * t.nodes[roots[r]].cum / total < min_percent)
+			continue;
+		print_node(out, p, &t, kids, nr_kids, roots[r], 0, total, min_percent);
+	}
+	for (size_t i = 0; i < t.nr; i++)
+		free(kids[i]);
+	free(kids);
+	free(nr_kids);
+	free(roots);
+	free(t.nodes);
+	idx_release(&t.index);
+}
+
+/* ---- callers and callees ---- */
+
+bool report_any_match(const struct profile *p, const bool *keep, const char *match)
+{
+	bool *sampled = xcalloc(p->nr_funcs + 1, 1), found = false;
+	regex_t re;
+
+	if (regcomp(&re, match, REG_EXTENDED | REG_NOSUB)) {
+		free(sampled);
+		return false;
+	}
+	/* a function counts when some kept sample has it on the stack */
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (keep[i])
+			for (uint32_t a = p->samples[i].stack; a != PROFILE_NONE; a = p->stacks[a].parent)
+				sampled[p->locs[p->stacks[a].loc].func] = true;
+	for (size_t f = 0; f < p->nr_funcs && !found; f++)
+		found = sampled[f] && !regexec(&re, p->funcs[f].name, 0, NULL, 0);
+	regfree(&re);
+	free(sampled);
+	return found;
+}
+
+struct edge {
+	uint32_t caller, callee;
+	uint64_t n, ns;
+	uint32_t stamp;         /* last stack counted: an edge counts once per sample */
+};
+
+static int by_count(const void *a, const void *b)
+{
+	const struct edge *x = a, *y = b;
+
+	if (x->n != y->n)
+		return x->n > y->n ? -1 : 1;
+	return x->caller != y->caller ? (x->caller < y->caller ? -1 : 1) :
+	       (x->callee < y->callee ? -1 : x->callee > y->callee);
+}
+
+int report_write_calls(FILE *out, const struct profile *p, const bool *keep, bool callers,
+		       const char *match, size_t limit, enum report_sort sort)
+{
+	uint64_t *n = xcalloc(p->nr_stacks + 1, sizeof(*n)), *ns = xcalloc(p->nr_stacks + 1, sizeof(*ns));
+	struct edge *edges = NULL;
+	size_t nr_edges = 0, alloc_edges = 0, nr_stats, shown = 0;
+	struct idx index = IDX_INIT;
+	struct report_func_stat *st;
+	uint64_t total, total_ns;
+	regex_t re;
+	char label[4096], other[4096];
+
+	if (match && regcomp(&re, match, REG_EXTENDED | REG_NOSUB)) {
+		free(n);
+		free(ns);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		if (keep[i]) {
+			n[p->samples[i].stack]++;
+			ns[p->samples[i].stack] += p->samples[i].weight_ns;
+		}
+	}
+	for (size_t s = 0; s < p->nr_stacks; s++) {
+		if (!n[s])
+			continue;
+		for (uint32_t a = s; p->stacks[a].parent != PROFILE_NONE; a = p->stacks[a].parent) {
+			uint32_t callee = p->locs[p->stacks[a].loc].func;
+			uint32_t caller = p->locs[p->stacks[p->stacks[a].parent].loc].func;
+			uint64_t h = hash_combine(hash_u64(caller), callee);
+			size_t pos = 0;
+			uint32_t id;
+
+			if (caller == callee)
+				continue;	/* inline or recursion within one function */
+			while ((id = idx_next(&index, h, &pos)) != IDX_NONE)
+				if (edges[id].caller == caller && edges[id].callee == callee)
+					break;
+			if (id == IDX_NONE) {
+				ALLOC_GROW(edges, nr_edges + 1, alloc_edges);
+				id = nr_edges++;
+				memset(&edges[id], 0, sizeof(*edges));
+				edges[id].caller = caller;
+				edges[id].callee = callee;
+				edges[id].stamp = UINT32_MAX;
+				idx_insert(&index, h, id);
+			}
+			if (edges[id].stamp == s)
+				continue;
+			edges[id].stamp = s;
+			edges[id].n += n[s];
+			edges[id].ns += ns[s];
+		}
+	}
+	QSORT(edges, nr_edges, by_count);
+	st = report_func_stats(p, keep, &nr_stats, &total, &total_ns);
+	report_sort_stats(p, st, nr_stats, sort);
+	fprintf(out, "\n%s\n", callers ? "Function  <-  was called by (samples with both on the stack, seconds)"
+				       : "Function  ->  called (samples with both on the stack, seconds)");
+	for (size_t i = 0; i < nr_stats && (!limit || shown < limit); i++) {
+		uint32_t f = st[i].func;
+		bool first = true;
+
+		if (match && regexec(&re, p->funcs[f].name, 0, NULL, 0))
+			continue;
+		shown++;
+		report_func_label(&p->funcs[f], label, sizeof(label));
+		fprintf(out, "\n%s  (%" PRIu64 " samples, %.3f s cumulative)\n", label, st[i].cum, st[i].cum_ns / 1e9);
+		for (size_t e = 0; e < nr_edges; e++) {
+			uint32_t other_f = callers ? edges[e].caller : edges[e].callee;
+
+			if ((callers ? edges[e].callee : edges[e].caller) != f)
+				continue;
+			report_func_label(&p->funcs[other_f], other, sizeof(other));
+			fprintf(out, "    %s %9" PRIu64 " %9.3f  %s\n", callers ? "<-" : "->", edges[e].n,
+				edges[e].ns / 1e9, other);
+			first = false;
+		}
+		if (first)
+			fprintf(out, "    %s\n", callers ? "(no callers: a root)" : "(calls nothing sampled)");
+	}
+	if (match)
+		regfree(&re);
+	free(st);
+	free(edges);
+	idx_release(&index);
+	free(n);
+	free(ns);
+	return shown ? 0 : -ENOENT;
+}
