@@ -30,6 +30,10 @@ static const char report_usage[] =
 	"  --match REGEX        callers/callees: only functions whose name matches REGEX\n"
 	"  --limit N            rows in tables; 0 shows all (default 30)\n"
 	"  --per-thread         one report per thread, titled by its name and ids\n"
+	"  --per-process        one report per process, titled by its name and pid\n"
+	"  --time-range START-END\n"
+	"                       keep only samples taken from START to END seconds after\n"
+	"                       the recording began (either side may be left out)\n"
 	"  --pid P, --tid T     keep only samples of process P or thread T\n"
 	"  --comm NAME          keep only samples of threads or processes named NAME\n"
 	"  -o OUT               write the report to OUT instead of standard output\n"
@@ -44,6 +48,8 @@ enum {
 	OPT_TID,
 	OPT_COMM,
 	OPT_MIN_PERCENT,
+	OPT_PER_PROCESS,
+	OPT_TIME_RANGE,
 	OPT_MATCH,
 };
 
@@ -56,6 +62,8 @@ static const struct option report_options[] = {
 	{ "tid", required_argument, NULL, OPT_TID },
 	{ "comm", required_argument, NULL, OPT_COMM },
 	{ "min-percent", required_argument, NULL, OPT_MIN_PERCENT },
+	{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
+	{ "time-range", required_argument, NULL, OPT_TIME_RANGE },
 	{ "match", required_argument, NULL, OPT_MATCH },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
@@ -67,6 +75,33 @@ struct report_cmd_opts {
 	size_t nr_inputs, alloc_inputs;
 	const char *output;
 };
+
+/* "START-END", "START-" or "-END", in seconds; START < END when both are given. */
+static bool parse_time_range(const char *s, struct report_filter *f)
+{
+	const char *dash = strchr(s, '-');
+	double from = 0, to = 0;
+	char *end;
+
+	/* a dash is needed, and at least one side of it */
+	if (!dash || (dash == s && !dash[1]))
+		return false;
+	if (dash != s) {
+		errno = 0;
+		from = strtod(s, &end);
+		if (errno || end != dash || !(from >= 0) || from > 1e9)
+			return false;
+	}
+	if (dash[1]) {
+		errno = 0;
+		to = strtod(dash + 1, &end);
+		if (errno || *end || !(to > from) || to > 1e9)
+			return false;
+	}
+	f->from_ns = (uint64_t)(from * 1e9);
+	f->to_ns = dash[1] ? (uint64_t)(to * 1e9) : 0;
+	return true;
+}
 
 static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 {
@@ -111,6 +146,13 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 			break;
 		case OPT_COMM:
 			o->ro.filter.comm = optarg;
+			break;
+		case OPT_PER_PROCESS:
+			o->ro.per_process = true;
+			break;
+		case OPT_TIME_RANGE:
+			if (!parse_time_range(optarg, &o->ro.filter))
+				return usage_error("report", "--time-range takes START-END in seconds (e.g. 2-5, 2-, -5), not '%s'", optarg);
 			break;
 		case OPT_MIN_PERCENT: {
 			char *end;
@@ -231,7 +273,7 @@ static int do_report(struct report_cmd_opts *o)
 	}
 	if (ret == -ENODATA) {
 		atomic_abort(&af);
-		error("no samples match the --pid/--tid/--comm filters; 'proftool report --per-thread' lists the threads");
+		error("no samples match the --pid/--tid/--comm/--time-range filters; 'proftool report --per-thread' lists the threads");
 		return EXIT_FAIL;
 	}
 	if (o->output) {

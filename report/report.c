@@ -47,17 +47,26 @@ static bool thread_matches(const struct profile *p, uint32_t t, const struct rep
 }
 
 /* Marks the samples to keep; ONLY_THREAD restricts to one thread (PROFILE_NONE: any). */
+/*
+ * Marks the samples to keep; ONLY_THREAD or ONLY_PROCESS restricts them to
+ * one thread or process (PROFILE_NONE: any).
+ */
 static bool *select_samples(const struct profile *p, const struct report_filter *f,
-			    uint32_t only_thread, uint64_t *kept)
+			    uint32_t only_thread, uint32_t only_process, uint64_t *kept)
 {
 	bool *thread_ok = xcalloc(p->nr_threads + 1, sizeof(*thread_ok));
 	bool *keep = xcalloc(p->nr_samples + 1, sizeof(*keep));
 
 	for (size_t t = 0; t < p->nr_threads; t++)
-		thread_ok[t] = thread_matches(p, t, f) && (only_thread == PROFILE_NONE || only_thread == t);
+		thread_ok[t] = thread_matches(p, t, f) &&
+			       (only_thread == PROFILE_NONE || only_thread == t) &&
+			       (only_process == PROFILE_NONE || only_process == p->threads[t].process);
 	*kept = 0;
 	for (size_t i = 0; i < p->nr_samples; i++) {
-		keep[i] = thread_ok[p->samples[i].thread];
+		uint64_t t = p->samples[i].time_ns;
+
+		keep[i] = thread_ok[p->samples[i].thread] && t >= f->from_ns &&
+			  (!f->to_ns || t < f->to_ns);
 		*kept += keep[i];
 	}
 	free(thread_ok);
@@ -351,7 +360,7 @@ static int write_section(FILE *out, const struct profile *p, const struct report
 int report_write(FILE *out, const struct profile *p, const struct report_opts *o)
 {
 	uint64_t kept;
-	bool *keep = select_samples(p, &o->filter, PROFILE_NONE, &kept);
+	bool *keep = select_samples(p, &o->filter, PROFILE_NONE, PROFILE_NONE, &kept);
 	int ret = 0;
 
 	if (!kept) {
@@ -366,25 +375,36 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 	}
 	if (o->format != REPORT_FOLDED)
 		print_header(out, p, o, keep, kept);
-	if (!o->per_thread) {
+	if (!o->per_thread && !o->per_process) {
 		ret = write_section(out, p, o, keep, NULL);
 	} else {
-		bool *has = xcalloc(p->nr_threads + 1, 1), any = false;
+		size_t nr = o->per_thread ? p->nr_threads : p->nr_procs;
+		bool *has = xcalloc(nr + 1, 1), any = false;
 
-		for (size_t i = 0; i < p->nr_samples; i++)
+		for (size_t i = 0; i < p->nr_samples; i++) {
+			uint32_t t = p->samples[i].thread;
+
 			if (keep[i])
-				has[p->samples[i].thread] = true;
-		for (size_t t = 0; t < p->nr_threads; t++) {
-			const struct profile_thread *th = &p->threads[t];
+				has[o->per_thread ? t : p->threads[t].process] = true;
+		}
+		for (size_t x = 0; x < nr; x++) {
 			char title[256];
 			uint64_t n;
 			bool *k;
 
-			if (!has[t])
+			if (!has[x])
 				continue;
-			k = select_samples(p, &o->filter, t, &n);
-			snprintf(title, sizeof(title), "%s (pid %d, tid %d)", th->comm,
-				 (int)p->procs[th->process].pid, (int)th->tid);
+			if (o->per_thread) {
+				const struct profile_thread *th = &p->threads[x];
+
+				k = select_samples(p, &o->filter, x, PROFILE_NONE, &n);
+				snprintf(title, sizeof(title), "%s (pid %d, tid %d)", th->comm,
+					 (int)p->procs[th->process].pid, (int)th->tid);
+			} else {
+				k = select_samples(p, &o->filter, PROFILE_NONE, x, &n);
+				snprintf(title, sizeof(title), "%s (pid %d)", p->procs[x].comm,
+					 (int)p->procs[x].pid);
+			}
 			if (o->format != REPORT_FOLDED)
 				fprintf(out, "\n=== %s === %" PRIu64 " samples (%.1f%%)\n", title, n,
 					100.0 * n / kept);

@@ -32,6 +32,7 @@ struct report_filter {
 	int32_t pid;
 	int32_t tid;
 	const char *comm;       /* thread or process name */
+	uint64_t from_ns, to_ns; /* time since the start; to_ns 0 = to the end */
 };
 
 struct report_opts {
@@ -39,6 +40,7 @@ struct report_opts {
 	enum report_sort sort;
 	size_t limit;           /* table rows; 0 = all */
 	bool per_thread;        /* one section per thread */
+	bool per_process;       /* one section per process */
 	double min_percent;     /* tree: fold nodes below this share of samples */
 	const char *match;      /* callers/callees: only functions matching this POSIX ERE */
 	struct report_filter filter;

@@ -209,3 +209,28 @@ sorted_by() {
 	run --separate-stderr "$PROFTOOL" report --format tree --min-percent 200 split.data
 	[ "$status" -eq 2 ]
 }
+
+@test "--per-process gives one section per process; --time-range keeps a window of samples" {
+	"$PROFTOOL" record -q -o fork.data -- "$WORKLOADS/forker" 0.4 "$WORKLOADS/split" 0.3
+	run --separate-stderr "$PROFTOOL" report --per-process fork.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"=== forked-child (pid "*") === "* ]]
+	[[ "$output" == *"=== split (pid "*") === "* ]]
+	! grep -q 'tid' <<<"$(grep '^===' <<<"$output")"
+	# the sections add up to the whole
+	total=$(sed -n 's/^\([0-9]*\) samples over.*/\1/p' <<<"$output")
+	sum=$(awk '/^=== / { s += $(NF - 2) } END { print s }' <<<"$output")
+	[ "$sum" -eq "$total" ]
+	# a time window keeps fewer samples, and the two halves add up
+	all=$("$PROFTOOL" report split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
+	a=$("$PROFTOOL" report --time-range -0.3 split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
+	b=$("$PROFTOOL" report --time-range 0.3- split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
+	[ "$a" -gt 0 ] && [ "$b" -gt 0 ] && [ "$a" -lt "$all" ]
+	[ "$((a + b))" -eq "$all" ]
+	run --separate-stderr "$PROFTOOL" report --time-range 5-2 split.data
+	[ "$status" -eq 2 ]
+	one_error_line
+	run --separate-stderr "$PROFTOOL" report --time-range 1000- split.data
+	[ "$status" -eq 1 ]
+	one_error_line
+}
