@@ -153,28 +153,39 @@ void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-char proc_task_state(int pid, int tid, unsigned long *flags)
+const char *proc_stat_fields(int pid, int tid, char *buf, size_t n)
 {
-	char path[96], buf[1024], *p;
-	unsigned long fl = 0;
-	size_t n;
+	char path[96], *p;
+	size_t len;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	if (tid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	len = fread(buf, 1, n - 1, f);
 	fclose(f);
-	buf[n] = '\0';
+	buf[len] = '\0';
 	/* the name may hold spaces and parentheses: the fields start after the last ')' */
 	p = strrchr(buf, ')');
-	if (!p || p[1] != ' ')
+	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
+}
+
+char proc_task_state(int pid, int tid, unsigned long *flags)
+{
+	char buf[1024];
+	const char *f = proc_stat_fields(pid, tid, buf, sizeof(buf));
+	unsigned long fl = 0;
+
+	if (!f)
 		return 0;
 	/* state ppid pgrp session tty tpgid flags */
-	if (flags && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", &fl) == 1)
+	if (flags && sscanf(f, "%*c %*d %*d %*d %*d %*d %lu", &fl) == 1)
 		*flags = fl;
-	return p[2];
+	return f[0];
 }
 
 static uint64_t clock_ns(clockid_t c)

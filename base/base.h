@@ -93,9 +93,15 @@ __attribute__((format(printf, 3, 4)))
 void errbuf_set(char *err, size_t errlen, const char *fmt, ...);
 
 /*
- * The state letter of task TID of process PID from /proc/PID/task/TID/stat
- * ('R', 'S', 'T', 't', 'Z', ...), and its kernel flags in *FLAGS when not
- * NULL; 0 when the task is gone.
+ * Reads /proc/PID/task/TID/stat (/proc/PID/stat, the whole process, when
+ * TID <= 0) into BUF and returns where its fields start after the name:
+ * the state letter, then ppid, pgrp... NULL when the task is gone.
+ */
+const char *proc_stat_fields(int pid, int tid, char *buf, size_t n);
+
+/*
+ * The state letter of task TID of process PID ('R', 'S', 'T', 't', 'Z',
+ * ...), and its kernel flags in *FLAGS when not NULL; 0 when it is gone.
  */
 char proc_task_state(int pid, int tid, unsigned long *flags);
 

@@ -33,23 +33,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/* crunch(): the unit of CPU work the test workloads use */
+#include "../tests/workloads/work.h"
+
 #define ITERS_PER_SEC	520000000.0
 #define CHUNKS		50
 
 static volatile uint64_t sink;
 static uint64_t iters_per_chunk;
-
-#define crunch(x0, n0) ({						\
-	volatile uint64_t anchor_ = (x0);				\
-	uint64_t x_ = anchor_, n_ = (n0);				\
-									\
-	for (uint64_t i_ = 0; i_ < n_; i_++) {				\
-		x_ = x_ * 6364136223846793005ULL + 1442695040888963407ULL; \
-		x_ ^= x_ >> 29;						\
-		asm volatile("" : "+r" (x_));				\
-	}								\
-	x_;								\
-})
 
 static uint64_t now_ns(void)
 {

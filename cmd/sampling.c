@@ -247,19 +247,10 @@ static void status_line(struct sampling_run *r)
 /* Whether the attached process has gone (or is a zombie waiting for its parent). */
 static bool target_gone(pid_t pid)
 {
-	char path[64], buf[512], *close_paren;
-	FILE *f;
-	size_t n;
+	char buf[1024];
+	const char *f = proc_stat_fields(pid, 0, buf, sizeof(buf));
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return true;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	close_paren = strrchr(buf, ')');
-	return !close_paren || close_paren[1] != ' ' || close_paren[2] == 'Z' || close_paren[2] == 'X';
+	return !f || f[0] == 'Z' || f[0] == 'X';
 }
 
 void sampling_loop(struct sampling_run *r, const sigset_t *waitmask)

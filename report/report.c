@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "base/base.h"
+#include "internal.h"
 
 static const struct {
 	const char *name;
@@ -287,15 +288,13 @@ static int folded_cmp(const void *a, const void *b)
  */
 static void write_folded(FILE *out, const struct profile *p, const char *prefix, const bool *keep)
 {
-	uint64_t *count = xcalloc(p->nr_stacks + 1, sizeof(*count));
+	uint64_t *count, *weight;
 	struct folded_line *lines = NULL;
 	size_t nr = 0, alloc = 0;
 	uint32_t *scratch;
 	uint32_t maxdepth = 1;
 
-	for (size_t i = 0; i < p->nr_samples; i++)
-		if (keep[i])
-			count[p->samples[i].stack]++;
+	report_stack_counts(p, keep, &count, &weight, NULL);
 	for (size_t s = 0; s < p->nr_stacks; s++)
 		if (p->stacks[s].depth > maxdepth)
 			maxdepth = p->stacks[s].depth;
@@ -332,6 +331,7 @@ static void write_folded(FILE *out, const struct profile *p, const char *prefix,
 	free(lines);
 	free(scratch);
 	free(count);
+	free(weight);
 }
 
 /* ---- entry point ---- */

@@ -80,22 +80,6 @@ struct report_func_stat *report_func_stats(const struct profile *p, const bool *
 void report_sort_stats(const struct profile *p, struct report_func_stat *st, size_t nr,
 		       enum report_sort key);
 
-/* "file:line(function)", "module(function)" or the bare name, as the table shows a function. */
-void report_func_label(const struct profile_func *f, char *buf, size_t n);
-
-/* The call tree of the samples KEEP accepts, children by total, small nodes folded. */
-void report_write_tree(FILE *out, const struct profile *p, const bool *keep, double min_percent);
-/*
- * pstats' print_callers/print_callees: for each function (matching MATCH, in
- * SORT order, at most LIMIT), who called it or what it called, with the
- * samples in which both were on the stack. -ENOENT when none matched.
- */
-/* Whether a function of the samples KEEP accepts has a name matching the POSIX ERE MATCH. */
-bool report_any_match(const struct profile *p, const bool *keep, const char *match);
-
-int report_write_calls(FILE *out, const struct profile *p, const bool *keep, bool callers,
-		       const char *match, size_t limit, enum report_sort sort);
-
 /* Whether the outermost frame of STACK is where a thread starts (_start, clone, ...). */
 bool report_stack_complete(const struct profile *p, uint32_t stack);
 

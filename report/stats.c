@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "internal.h"
 
 static const struct {
 	const char *name;
@@ -35,25 +36,36 @@ int report_sort_parse(const char *s, enum report_sort *out)
 	return -EINVAL;
 }
 
+uint64_t report_stack_counts(const struct profile *p, const bool *keep, uint64_t **n,
+			     uint64_t **ns, uint64_t *total_ns)
+{
+	uint64_t kept = 0, weight = 0;
+
+	*n = xcalloc(p->nr_stacks + 1, sizeof(**n));
+	*ns = xcalloc(p->nr_stacks + 1, sizeof(**ns));
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		if (keep && !keep[i])
+			continue;
+		(*n)[p->samples[i].stack]++;
+		(*ns)[p->samples[i].stack] += p->samples[i].weight_ns;
+		kept++;
+		weight += p->samples[i].weight_ns;
+	}
+	if (total_ns)
+		*total_ns = weight;
+	return kept;
+}
+
 struct report_func_stat *report_func_stats(const struct profile *p, const bool *keep_sample,
 					   size_t *nr, uint64_t *total, uint64_t *total_ns)
 {
-	uint64_t *node_n = xcalloc(p->nr_stacks + 1, sizeof(*node_n));
-	uint64_t *node_ns = xcalloc(p->nr_stacks + 1, sizeof(*node_ns));
+	uint64_t *node_n, *node_ns;
 	struct report_func_stat *all = xcalloc(p->nr_funcs + 1, sizeof(*all));
 	uint32_t *stamp = xcalloc(p->nr_funcs + 1, sizeof(*stamp));
 	struct report_func_stat *out;
 	size_t n = 0;
 
-	*total = *total_ns = 0;
-	for (size_t i = 0; i < p->nr_samples; i++) {
-		if (keep_sample && !keep_sample[i])
-			continue;
-		node_n[p->samples[i].stack]++;
-		node_ns[p->samples[i].stack] += p->samples[i].weight_ns;
-		(*total)++;
-		*total_ns += p->samples[i].weight_ns;
-	}
+	*total = report_stack_counts(p, keep_sample, &node_n, &node_ns, total_ns);
 	for (size_t s = 0; s < p->nr_stacks; s++) {
 		uint32_t leaf = p->locs[p->stacks[s].loc].func;
 

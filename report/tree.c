@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "internal.h"
 
 /* A node of the call tree: one function reached by one path of functions from a root. */
 struct tnode {
@@ -50,7 +51,7 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t func)
 static void build_tree(struct tree *t, const struct profile *p, const bool *keep)
 {
 	uint32_t *tn = xmalloc(st_mult(p->nr_stacks + 1, sizeof(*tn)));
-	uint64_t *n = xcalloc(p->nr_stacks + 1, sizeof(*n)), *ns = xcalloc(p->nr_stacks + 1, sizeof(*ns));
+	uint64_t *n, *ns;
 
 	memset(t, 0, sizeof(*t));
 	for (size_t s = 0; s < p->nr_stacks; s++) {
@@ -59,12 +60,7 @@ static void build_tree(struct tree *t, const struct profile *p, const bool *keep
 		tn[s] = tree_child(t, par == PROFILE_NONE ? PROFILE_NONE : tn[par],
 				   p->locs[p->stacks[s].loc].func);
 	}
-	for (size_t i = 0; i < p->nr_samples; i++) {
-		if (keep[i]) {
-			n[p->samples[i].stack]++;
-			ns[p->samples[i].stack] += p->samples[i].weight_ns;
-		}
-	}
+	report_stack_counts(p, keep, &n, &ns, NULL);
 	for (size_t s = 0; s < p->nr_stacks; s++) {
 		if (!n[s])
 			continue;
@@ -206,7 +202,7 @@ static int by_count(const void *a, const void *b)
 int report_write_calls(FILE *out, const struct profile *p, const bool *keep, bool callers,
 		       const char *match, size_t limit, enum report_sort sort)
 {
-	uint64_t *n = xcalloc(p->nr_stacks + 1, sizeof(*n)), *ns = xcalloc(p->nr_stacks + 1, sizeof(*ns));
+	uint64_t *n = NULL, *ns = NULL;
 	struct edge *edges = NULL;
 	size_t nr_edges = 0, alloc_edges = 0, nr_stats, shown = 0;
 	struct idx index = IDX_INIT;
@@ -215,17 +211,9 @@ int report_write_calls(FILE *out, const struct profile *p, const bool *keep, boo
 	regex_t re;
 	char label[4096], other[4096];
 
-	if (match && regcomp(&re, match, REG_EXTENDED | REG_NOSUB)) {
-		free(n);
-		free(ns);
+	if (match && regcomp(&re, match, REG_EXTENDED | REG_NOSUB))
 		return -EINVAL;
-	}
-	for (size_t i = 0; i < p->nr_samples; i++) {
-		if (keep[i]) {
-			n[p->samples[i].stack]++;
-			ns[p->samples[i].stack] += p->samples[i].weight_ns;
-		}
-	}
+	report_stack_counts(p, keep, &n, &ns, NULL);
 	for (size_t s = 0; s < p->nr_stacks; s++) {
 		if (!n[s])
 			continue;

@@ -159,23 +159,15 @@ static uint64_t task_cpu_ns(pid_t pid, pid_t tid)
 	return ns;
 }
 
-/* CPU time of a whole process (all threads, reaped children), from /proc. */
+/* CPU time of a whole process (all its threads), from /proc. */
 static uint64_t proc_cpu_ns(pid_t pid)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024];
+	const char *f = proc_stat_fields(pid, 0, buf, sizeof(buf));
 	unsigned long long ut = 0, st = 0;
-	size_t n;
-	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+	/* state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime */
+	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
 		return 0;
 	return (ut + st) * (1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK));
 }

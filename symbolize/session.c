@@ -21,7 +21,6 @@
 enum {
 	MOD_UNKNOWN,    /* no mapping covers the address */
 	MOD_KERNEL,
-	MOD_TRUNCATED,  /* marks a stack cut short by the stack copy or the depth limit */
 	MOD_STOP,       /* root pseudo-frame: why unwinding stopped (off = reason << 32 | module) */
 	MOD_FIRST_REAL,
 };
@@ -105,7 +104,7 @@ struct sym_session {
 struct sym_session *sym_session_new(const struct sym_opts *opts)
 {
 	struct sym_session *ss = xcalloc(1, sizeof(*ss));
-	static const char *const special[] = { "[unknown]", "[kernel]", "[truncated]", "[stop]" };
+	static const char *const special[] = { "[unknown]", "[kernel]", "[stop]" };
 
 	ss->opts = *opts;
 	ss->prof = profile_new();

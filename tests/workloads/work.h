@@ -33,7 +33,7 @@
 })
 
 /* Parses the SCALE argument every workload takes; exits 2 on nonsense. */
-static double parse_scale(const char *arg)
+static inline double parse_scale(const char *arg)
 {
 	char *end;
 	double scale;
