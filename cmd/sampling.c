@@ -139,15 +139,16 @@ int sampling_check_output(const struct sampling_opts *o)
 	return 0;
 }
 
-/* Signals only set flags; the loop acts on them (perf record's way). */
+/*
+ * Signals only set a flag; the loop acts on it (perf record's way).
+ * SIGCHLD needs no flag: it only has to end the wait, and the loop asks
+ * the sampler about the command on every pass.
+ */
 static volatile sig_atomic_t got_signal;
-static volatile sig_atomic_t got_child;
 
 static void on_signal(int sig)
 {
-	if (sig == SIGCHLD)
-		got_child = 1;
-	else
+	if (sig != SIGCHLD)
 		got_signal = sig;
 }
 
@@ -271,7 +272,6 @@ void sampling_loop(struct sampling_run *r, const sigset_t *waitmask)
 			 * stop as SIGCHLD and the sampler may have taken the signal; it
 			 * knows which status is the exit.
 			 */
-			got_child = 0;
 			if (sampler_reap(r->sampler, r->child, &st))
 				r->status = st;
 		}
