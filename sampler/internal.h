@@ -33,6 +33,7 @@ int ptrace_sampler_enable(struct ptrace_sampler *s);
 int ptrace_sampler_disable(struct ptrace_sampler *s);
 int ptrace_sampler_read(struct ptrace_sampler *s, int timeout_ms, const sigset_t *sigmask,
 			sampler_cb cb, void *arg);
+int ptrace_sampler_flush(struct ptrace_sampler *s, sampler_cb cb, void *arg);
 void ptrace_sampler_get_stats(struct ptrace_sampler *s, struct sampler_stats *st);
 bool ptrace_sampler_reap(struct ptrace_sampler *s, pid_t pid, int *status);
 void ptrace_sampler_close(struct ptrace_sampler *s);

@@ -7,9 +7,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/uio.h>
@@ -27,18 +30,34 @@
  * blocking system call restarts it transparently, which is what makes
  * --mode wall possible. The records are the perf backend's kinds, made
  * as things happen, so they are in time order already.
+ *
+ * All of that runs in a tracer thread of its own (ptrace requests must
+ * come from the thread that seized the task), which queues the records
+ * like perf's ring buffer does: the caller's unwinding, slow when a
+ * library's debug info is first read, never delays a tick. The queue is
+ * bounded; samples beyond it are counted lost, other records always fit.
  */
 
 #define SEIZE_OPTIONS (PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | \
 		       PTRACE_O_TRACEEXEC)
 #define MAPS_REFRESH_NS 100000000ull   /* re-read /proc/PID/maps and comm this often */
 #define STARTUP_NS 1000000000ull       /* ... and at every tick in a program's first second */
+#define QUEUE_LIMIT (256u << 20)       /* bytes of records waiting for the reader */
+#define IDLE_WAIT_NS 20000000ull       /* the tracer's longest sleep: how soon it sees a stop */
+
+/* A record waiting in the queue, with copies of what it points to after it. */
+struct qrec {
+	struct qrec *next;
+	size_t bytes;
+	struct sampler_rec r;
+};
 
 struct task {
 	pid_t tid, pid;
 	bool group_stopped;    /* parked with PTRACE_LISTEN until SIGCONT */
 	char comm[16];
 	uint64_t comm_checked_ns;
+	uint64_t born_ns;       /* when the tracer first saw it */
 	uint64_t cpu_ns;        /* on-CPU time at the last tick (schedstat) */
 	uint64_t credit_ns;     /* on-CPU time not yet covered by a sample */
 };
@@ -66,14 +85,24 @@ struct ptrace_sampler {
 	int root_status;
 	struct rusage root_usage;
 	uint64_t attach_cpu_ns; /* attach: the target's CPU time when seized */
-	bool enabled;
+	bool enabled;           /* atomic: set by either thread */
+	bool stop;              /* atomic: the reader asks the tracer to let go */
 	uint64_t period_ns, next_tick_ns;
-	uint64_t nr_samples, nr_missed;
 	uint32_t rng;
 	uint8_t *stack;
-	sampler_cb cb;
-	void *cb_arg;
-	int cb_ret;
+
+	/* the tracer thread, and what it shares with the reader under lock */
+	pthread_t thread;
+	bool thread_running;
+	sem_t ready;            /* the tracer has seized the tasks, or failed to */
+	int open_errno;
+	char *err;
+	size_t errlen;
+	pthread_mutex_t lock;
+	struct qrec *head, *last;
+	size_t queued;          /* bytes */
+	int wake_fd;            /* eventfd: records are waiting */
+	uint64_t nr_samples, nr_missed;
 };
 
 /* ---- tasks ---- */
@@ -95,6 +124,7 @@ static struct task *add_task(struct ptrace_sampler *s, pid_t tid, pid_t pid)
 	memset(t, 0, sizeof(*t));
 	t->tid = tid;
 	t->pid = pid;
+	t->born_ns = time_mono_ns();
 	return t;
 }
 
@@ -174,11 +204,106 @@ static uint64_t proc_cpu_ns(pid_t pid)
 
 /* ---- records ---- */
 
+static void wake_reader(struct ptrace_sampler *s)
+{
+	uint64_t one = 1;
+
+	if (write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return;	/* the counter is full: the reader is awake anyway */
+}
+
+
+/* Where copies of what REC points to go, and how many bytes they take. */
+static size_t payload_size(const struct sampler_rec *r)
+{
+	switch (r->type) {
+	case SAMPLER_REC_SAMPLE:
+		return r->sample.nr_chain * sizeof(uint64_t) +
+		       (r->sample.regs ? __builtin_popcountll(r->sample.regs_mask) * sizeof(uint64_t) : 0) +
+		       r->sample.stack_size;
+	case SAMPLER_REC_MMAP:
+		return strlen(r->mmap.filename) + 1;
+	case SAMPLER_REC_COMM:
+		return strlen(r->comm.comm) + 1;
+	default:
+		return 0;
+	}
+}
+
+static void *copy_out(char **at, const void *src, size_t n)
+{
+	void *dst = *at;
+
+	memcpy(dst, src, n);
+	*at += n;
+	return dst;
+}
+
+/* Queues a copy of R for the reader (tracer thread). */
 static void emit(struct ptrace_sampler *s, struct sampler_rec *r)
 {
+	size_t payload = payload_size(r), bytes = sizeof(struct qrec) + payload;
+	struct qrec *q;
+	bool was_empty;
+	char *at;
+
 	r->time = time_mono_ns();
-	if (s->cb && !s->cb_ret)
-		s->cb_ret = s->cb(r, s->cb_arg);
+	pthread_mutex_lock(&s->lock);
+	if (r->type == SAMPLER_REC_SAMPLE && s->queued + bytes > QUEUE_LIMIT) {
+		/* the reader is far behind: count the sample lost, in the queue's last LOST record if it has one */
+		s->nr_missed++;
+		if (s->head && s->last->r.type == SAMPLER_REC_LOST) {
+			s->last->r.lost.count++;
+			pthread_mutex_unlock(&s->lock);
+			return;
+		}
+		memset(r, 0, sizeof(*r));
+		r->type = SAMPLER_REC_LOST;
+		r->time = time_mono_ns();
+		r->lost.count = 1;
+		payload = 0;
+		bytes = sizeof(struct qrec);
+	} else if (r->type == SAMPLER_REC_SAMPLE) {
+		s->nr_samples++;
+	} else if (r->type == SAMPLER_REC_LOST) {
+		s->nr_missed += r->lost.count;
+	}
+	pthread_mutex_unlock(&s->lock);
+
+	q = xmalloc(bytes);
+	q->next = NULL;
+	q->bytes = bytes;
+	q->r = *r;
+	at = (char *)(q + 1);
+	switch (r->type) {
+	case SAMPLER_REC_SAMPLE:
+		q->r.sample.chain = copy_out(&at, r->sample.chain, r->sample.nr_chain * sizeof(uint64_t));
+		if (r->sample.regs)
+			q->r.sample.regs = copy_out(&at, r->sample.regs,
+						    __builtin_popcountll(r->sample.regs_mask) * sizeof(uint64_t));
+		q->r.sample.stack = copy_out(&at, r->sample.stack, r->sample.stack_size);
+		break;
+	case SAMPLER_REC_MMAP:
+		q->r.mmap.filename = copy_out(&at, r->mmap.filename, payload);
+		break;
+	case SAMPLER_REC_COMM:
+		q->r.comm.comm = copy_out(&at, r->comm.comm, payload);
+		break;
+	default:
+		break;
+	}
+
+	pthread_mutex_lock(&s->lock);
+	was_empty = !s->head;
+	if (s->head)
+		s->last->next = q;
+	else
+		s->head = q;
+	s->last = q;
+	s->queued += bytes;
+	pthread_mutex_unlock(&s->lock);
+	if (was_empty)
+		wake_reader(s);
 }
 
 static struct proc_maps *maps_of(struct ptrace_sampler *s, pid_t pid)
@@ -319,9 +444,12 @@ static void on_task_exit(struct ptrace_sampler *s, pid_t tid, int status, const 
 		remove_task(s, tid);
 	}
 	if (tid == s->root) {
+		pthread_mutex_lock(&s->lock);
 		s->root_done = true;
 		s->root_status = status;
 		s->root_usage = *ru;
+		pthread_mutex_unlock(&s->lock);
+		wake_reader(s);
 	}
 }
 
@@ -461,7 +589,6 @@ static void take_sample(struct ptrace_sampler *s, pid_t tid)
 		r.sample.stack = s->stack;
 		r.sample.stack_size = read_stack(t->pid, regs.rsp, s->stack, s->opts.stack_size);
 	}
-	s->nr_samples++;
 	/* registers and stack are copied: let the thread go before the slow part */
 	ptrace(PTRACE_CONT, tid, 0, 0);
 	emit(s, &r);
@@ -551,7 +678,7 @@ static void tick(struct ptrace_sampler *s)
 	due = xmalloc(st_mult(n + 1, sizeof(*due)));
 	for (size_t i = 0; i < n; i++)
 		tids[i] = s->tasks[i].tid;
-	for (size_t i = 0; i < n && !s->cb_ret; i++) {
+	for (size_t i = 0; i < n; i++) {
 		struct task *t = find_task(s, tids[i]);
 		struct proc_maps *pm;
 		char st;
@@ -565,7 +692,12 @@ static void tick(struct ptrace_sampler *s)
 				continue;
 			t->group_stopped = false;
 		}
-		if (now - t->comm_checked_ns > MAPS_REFRESH_NS)
+		/*
+		 * There are no comm events either: a new thread usually names
+		 * itself right away and may be gone within 100 ms, so young
+		 * tasks are checked on every tick.
+		 */
+		if (now - t->comm_checked_ns > MAPS_REFRESH_NS || now - t->born_ns < STARTUP_NS)
 			check_comm(s, t, false);
 		/*
 		 * There are no mmap events to follow: re-read the maps on every
@@ -591,30 +723,20 @@ static void tick(struct ptrace_sampler *s)
 		}
 		due[nr_due++] = tids[i];
 	}
-	if (nr_due && !s->cb_ret)
+	if (nr_due)
 		sample_tasks(s, due, nr_due);
 	free(tids);
 	free(due);
 }
 
-/* ---- the interface ---- */
+/* ---- the tracer thread ---- */
 
-struct ptrace_sampler *ptrace_sampler_open(const struct sampler_opts *opts, char *err, size_t errlen)
+/* Seizes the tasks of S->opts; false (with S->err and S->open_errno set) on failure. */
+static bool seize_all(struct ptrace_sampler *s)
 {
-	struct ptrace_sampler *s = xcalloc(1, sizeof(*s));
+	const struct sampler_opts *opts = &s->opts;
 	size_t nr = opts->nr_tids ? opts->nr_tids : 1;
 
-	s->opts = *opts;
-	if (opts->event != SAMPLER_EVENT_CPU_CLOCK && opts->event != SAMPLER_EVENT_TASK_CLOCK) {
-		errbuf_set(err, errlen, "the ptrace backend samples time only; use -e cpu-clock");
-		free(s);
-		errno = EINVAL;
-		return NULL;
-	}
-	s->period_ns = 1000000000ull / opts->freq;
-	s->stack = xmalloc(opts->stack_size ? opts->stack_size : 8);
-	s->rng = (uint32_t)time_mono_ns() | 1;
-	s->root = opts->enable_on_exec ? opts->pid : 0;
 	for (size_t i = 0; i < nr; i++) {
 		pid_t tid = opts->nr_tids ? opts->tids[i] : opts->pid;
 
@@ -624,14 +746,14 @@ struct ptrace_sampler *ptrace_sampler_open(const struct sampler_opts *opts, char
 			if (e == ESRCH && opts->nr_tids && i)
 				continue;	/* a thread that just exited */
 			if (e == EPERM || e == EACCES)
-				errbuf_set(err, errlen, "not allowed to trace process %d: ptrace was denied "
+				errbuf_set(s->err, s->errlen, "not allowed to trace process %d: ptrace was denied "
 						"(another user's process, kernel.yama.ptrace_scope, or a seccomp filter)",
 						(int)opts->pid);
 			else
-				errbuf_set(err, errlen, "cannot trace process %d: %s", (int)opts->pid, strerror(e));
-			ptrace_sampler_close(s);
-			errno = e;
-			return NULL;
+				errbuf_set(s->err, s->errlen, "cannot trace process %d: %s", (int)opts->pid,
+					   strerror(e));
+			s->open_errno = e;
+			return false;
 		}
 		add_task(s, tid, opts->pid);
 		read_comm(opts->pid, tid, s->tasks[s->nr_tasks - 1].comm, 16);
@@ -641,95 +763,12 @@ struct ptrace_sampler *ptrace_sampler_open(const struct sampler_opts *opts, char
 		refresh_maps(s, opts->pid, true);
 		s->attach_cpu_ns = proc_cpu_ns(opts->pid);
 	}
-	s->enabled = !opts->enable_on_exec;
-	return s;
-}
-
-int ptrace_sampler_enable(struct ptrace_sampler *s)
-{
-	s->enabled = true;
-	return 0;
-}
-
-int ptrace_sampler_disable(struct ptrace_sampler *s)
-{
-	s->enabled = false;
-	return 0;
-}
-
-int ptrace_sampler_read(struct ptrace_sampler *s, int timeout_ms, const sigset_t *sigmask,
-			sampler_cb cb, void *arg)
-{
-	uint64_t now, wait_ns = (uint64_t)timeout_ms * 1000000ull;
-	struct timespec ts;
-
-	s->cb = cb;
-	s->cb_arg = arg;
-	s->cb_ret = 0;
-	collect(s);
-	/* spawning: sampling starts at the exec, like enable_on_exec */
-	if (!s->enabled && s->root && maps_of(s, s->root)->nr)
-		s->enabled = true;
-	now = time_mono_ns();
-	if (s->enabled && s->nr_tasks) {
-		if (!s->next_tick_ns)
-			s->next_tick_ns = now;
-		if (now >= s->next_tick_ns) {
-			tick(s);
-			now = time_mono_ns();
-			s->next_tick_ns += next_interval(s);
-			if (s->next_tick_ns + 4 * s->period_ns < now) {
-				/* behind schedule: say so rather than catch up in a burst */
-				struct sampler_rec r;
-
-				memset(&r, 0, sizeof(r));
-				r.type = SAMPLER_REC_LOST;
-				r.lost.count = (now - s->next_tick_ns) / s->period_ns;
-				s->nr_missed += r.lost.count;
-				emit(s, &r);
-				s->next_tick_ns = now + next_interval(s);
-			}
-		}
-		if (s->next_tick_ns > now && s->next_tick_ns - now < wait_ns)
-			wait_ns = s->next_tick_ns - now;
-		else if (s->next_tick_ns <= now)
-			wait_ns = 0;
-	}
-	ts.tv_sec = wait_ns / 1000000000ull;
-	ts.tv_nsec = wait_ns % 1000000000ull;
-	if (wait_ns && ppoll(NULL, 0, &ts, sigmask) < 0 && errno != EINTR)
-		return -errno;
-	collect(s);
-	s->cb = NULL;
-	return s->cb_ret;
-}
-
-void ptrace_sampler_get_stats(struct ptrace_sampler *s, struct sampler_stats *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->samples = s->nr_samples;
-	st->lost = s->nr_missed;
-	if (s->root_done)
-		st->count = (s->root_usage.ru_utime.tv_sec + s->root_usage.ru_stime.tv_sec) * 1000000000ull +
-			    (s->root_usage.ru_utime.tv_usec + s->root_usage.ru_stime.tv_usec) * 1000ull;
-	else if (!s->root && proc_cpu_ns(s->opts.pid) > s->attach_cpu_ns)
-		st->count = proc_cpu_ns(s->opts.pid) - s->attach_cpu_ns;
-}
-
-bool ptrace_sampler_reap(struct ptrace_sampler *s, pid_t pid, int *status)
-{
-	collect(s);
-	if (pid != s->root || !s->root_done)
-		return false;
-	*status = s->root_status;
 	return true;
 }
 
 /* Detaches every task, leaving each running (or stopped, if it was) as before. */
-void ptrace_sampler_close(struct ptrace_sampler *s)
+static void detach_all(struct ptrace_sampler *s)
 {
-	if (!s)
-		return;
 	collect(s);
 	while (s->nr_tasks) {
 		struct task *t = &s->tasks[s->nr_tasks - 1];
@@ -757,10 +796,244 @@ void ptrace_sampler_close(struct ptrace_sampler *s)
 		}
 		remove_task(s, tid);
 	}
+}
+
+/* One pass of the tracer: events, a tick when one is due, then sleep until the next. */
+static void step(struct ptrace_sampler *s)
+{
+	uint64_t now, wait_ns = IDLE_WAIT_NS;
+	struct timespec ts;
+	sigset_t chld;
+
+	collect(s);
+	/* spawning: sampling starts at the exec, like enable_on_exec */
+	if (s->root && !__atomic_load_n(&s->enabled, __ATOMIC_ACQUIRE) && maps_of(s, s->root)->nr)
+		__atomic_store_n(&s->enabled, true, __ATOMIC_RELEASE);
+	now = time_mono_ns();
+	if (__atomic_load_n(&s->enabled, __ATOMIC_ACQUIRE) && s->nr_tasks) {
+		if (!s->next_tick_ns)
+			s->next_tick_ns = now;
+		if (now >= s->next_tick_ns) {
+			tick(s);
+			now = time_mono_ns();
+			s->next_tick_ns += next_interval(s);
+			if (s->next_tick_ns + 4 * s->period_ns < now) {
+				/* behind schedule: say so rather than catch up in a burst */
+				struct sampler_rec r;
+
+				memset(&r, 0, sizeof(r));
+				r.type = SAMPLER_REC_LOST;
+				r.lost.count = (now - s->next_tick_ns) / s->period_ns;
+				emit(s, &r);
+				s->next_tick_ns = now + next_interval(s);
+			}
+		}
+		if (s->next_tick_ns > now && s->next_tick_ns - now < wait_ns)
+			wait_ns = s->next_tick_ns - now;
+		else if (s->next_tick_ns <= now)
+			wait_ns = 0;
+	}
+	if (!wait_ns)
+		return;
+	/* every ptrace stop and exit raises SIGCHLD, which all threads keep blocked */
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	ts.tv_sec = wait_ns / 1000000000ull;
+	ts.tv_nsec = wait_ns % 1000000000ull;
+	sigtimedwait(&chld, NULL, &ts);
+}
+
+static void *tracer_main(void *arg)
+{
+	struct ptrace_sampler *s = arg;
+	sigset_t all;
+
+	/* signals are the reader's business; SIGCHLD is taken with sigtimedwait */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	if (!seize_all(s)) {
+		sem_post(&s->ready);
+		return NULL;
+	}
+	sem_post(&s->ready);
+	while (!__atomic_load_n(&s->stop, __ATOMIC_ACQUIRE))
+		step(s);
+	detach_all(s);
+	return NULL;
+}
+
+/* ---- the interface (the reader's side) ---- */
+
+static void free_queue(struct qrec *q)
+{
+	while (q) {
+		struct qrec *next = q->next;
+
+		free(q);
+		q = next;
+	}
+}
+
+static void ptrace_sampler_free(struct ptrace_sampler *s)
+{
+	free_queue(s->head);
 	for (size_t i = 0; i < s->nr_procs; i++)
 		free(s->procs[i].maps);
 	free(s->procs);
 	free(s->tasks);
 	free(s->stack);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	sem_destroy(&s->ready);
+	pthread_mutex_destroy(&s->lock);
 	free(s);
+}
+
+struct ptrace_sampler *ptrace_sampler_open(const struct sampler_opts *opts, char *err, size_t errlen)
+{
+	struct ptrace_sampler *s;
+	int e;
+
+	if (opts->event != SAMPLER_EVENT_CPU_CLOCK && opts->event != SAMPLER_EVENT_TASK_CLOCK) {
+		errbuf_set(err, errlen, "the ptrace backend samples time only; use -e cpu-clock");
+		errno = EINVAL;
+		return NULL;
+	}
+	s = xcalloc(1, sizeof(*s));
+	s->opts = *opts;
+	s->opts.tids = NULL;	/* the caller's array is read once, by seize_all */
+	s->period_ns = 1000000000ull / opts->freq;
+	s->stack = xmalloc(opts->stack_size ? opts->stack_size : 8);
+	s->rng = (uint32_t)time_mono_ns() | 1;
+	s->root = opts->enable_on_exec ? opts->pid : 0;
+	s->enabled = !opts->enable_on_exec;
+	s->err = err;
+	s->errlen = errlen;
+	pthread_mutex_init(&s->lock, NULL);
+	sem_init(&s->ready, 0, 0);
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wake_fd < 0) {
+		e = errno;
+		errbuf_set(err, errlen, "cannot create an eventfd: %s", strerror(e));
+		goto fail;
+	}
+	s->opts.tids = opts->tids;
+	e = pthread_create(&s->thread, NULL, tracer_main, s);
+	if (e) {
+		errbuf_set(err, errlen, "cannot start the tracer thread: %s", strerror(e));
+		goto fail;
+	}
+	while (sem_wait(&s->ready) < 0 && errno == EINTR)
+		;
+	s->opts.tids = NULL;
+	s->err = NULL;
+	if (s->open_errno) {
+		e = s->open_errno;
+		pthread_join(s->thread, NULL);
+		goto fail;
+	}
+	s->thread_running = true;
+	return s;
+
+fail:
+	ptrace_sampler_free(s);
+	errno = e;
+	return NULL;
+}
+
+int ptrace_sampler_enable(struct ptrace_sampler *s)
+{
+	__atomic_store_n(&s->enabled, true, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int ptrace_sampler_disable(struct ptrace_sampler *s)
+{
+	__atomic_store_n(&s->enabled, false, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Hands every queued record to CB; stops at the first error CB returns. */
+static int drain(struct ptrace_sampler *s, sampler_cb cb, void *arg)
+{
+	struct qrec *q;
+	uint64_t n;
+	int ret = 0;
+
+	if (read(s->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		return -errno;
+	pthread_mutex_lock(&s->lock);
+	q = s->head;
+	s->head = s->last = NULL;
+	s->queued = 0;
+	pthread_mutex_unlock(&s->lock);
+	while (q) {
+		struct qrec *next = q->next;
+
+		if (!ret)
+			ret = cb(&q->r, arg);
+		free(q);
+		q = next;
+	}
+	return ret;
+}
+
+int ptrace_sampler_read(struct ptrace_sampler *s, int timeout_ms, const sigset_t *sigmask,
+			sampler_cb cb, void *arg)
+{
+	struct pollfd pfd = { .fd = s->wake_fd, .events = POLLIN };
+	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
+	sigset_t mask = *sigmask;
+	bool waiting;
+
+	pthread_mutex_lock(&s->lock);
+	waiting = s->head != NULL;
+	pthread_mutex_unlock(&s->lock);
+	/* SIGCHLD stays blocked: the tracer takes it, and wakes us through the eventfd */
+	sigaddset(&mask, SIGCHLD);
+	if (!waiting && ppoll(&pfd, 1, &ts, &mask) < 0 && errno != EINTR)
+		return -errno;
+	return drain(s, cb, arg);
+}
+
+int ptrace_sampler_flush(struct ptrace_sampler *s, sampler_cb cb, void *arg)
+{
+	return drain(s, cb, arg);
+}
+
+void ptrace_sampler_get_stats(struct ptrace_sampler *s, struct sampler_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(&s->lock);
+	st->samples = s->nr_samples;
+	st->lost = s->nr_missed;
+	if (s->root_done)
+		st->count = (s->root_usage.ru_utime.tv_sec + s->root_usage.ru_stime.tv_sec) * 1000000000ull +
+			    (s->root_usage.ru_utime.tv_usec + s->root_usage.ru_stime.tv_usec) * 1000ull;
+	pthread_mutex_unlock(&s->lock);
+	if (!s->root && proc_cpu_ns(s->opts.pid) > s->attach_cpu_ns)
+		st->count = proc_cpu_ns(s->opts.pid) - s->attach_cpu_ns;
+}
+
+bool ptrace_sampler_reap(struct ptrace_sampler *s, pid_t pid, int *status)
+{
+	bool done;
+
+	pthread_mutex_lock(&s->lock);
+	done = pid == s->root && s->root_done;
+	if (done)
+		*status = s->root_status;
+	pthread_mutex_unlock(&s->lock);
+	return done;
+}
+
+void ptrace_sampler_close(struct ptrace_sampler *s)
+{
+	if (!s)
+		return;
+	if (s->thread_running) {
+		__atomic_store_n(&s->stop, true, __ATOMIC_RELEASE);
+		pthread_join(s->thread, NULL);
+	}
+	ptrace_sampler_free(s);
 }

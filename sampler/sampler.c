@@ -54,8 +54,7 @@ int sampler_read(struct sampler *s, int timeout_ms, const sigset_t *sigmask,
 
 int sampler_flush(struct sampler *s, sampler_cb cb, void *arg)
 {
-	/* ptrace delivers each record as it makes it: nothing waits */
-	return s->perf ? perf_sampler_flush(s->perf, cb, arg) : 0;
+	return s->perf ? perf_sampler_flush(s->perf, cb, arg) : ptrace_sampler_flush(s->ptrace, cb, arg);
 }
 
 void sampler_get_stats(struct sampler *s, struct sampler_stats *st)
