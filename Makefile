@@ -32,7 +32,7 @@ WL_NOFP   := -std=gnu11 -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra -Werr
 BATS      ?= bats
 export LC_ALL := C
 
-.PHONY: all deps deps-check check unit bats lint asan demo bench clean
+.PHONY: all deps deps-check consumers check unit bats lint asan demo bench clean
 .DELETE_ON_ERROR:
 
 all: $(O)/proftool
@@ -73,14 +73,19 @@ deps:
 deps-check:
 	@scripts/deps.sh check
 
+# npm packages the export tests load; shared by every build directory
+CONSUMERS := $(CURDIR)/build/consumers
+consumers:
+	@scripts/consumers.sh $(CONSUMERS)
+
 unit: $(UNIT_BINS)
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
 
 TOOLS     := $(patsubst tests/tools/%.c,$(O)/tests/tools/%,$(wildcard tests/tools/*.c))
 
-bats: all $(WL_BINS) $(TOOLS)
+bats: all $(WL_BINS) $(TOOLS) consumers
 	PROFTOOL=$(abspath $(O)/proftool) WORKLOADS=$(abspath $(O)/workloads) \
-		TOOLS=$(abspath $(O)/tests/tools) \
+		TOOLS=$(abspath $(O)/tests/tools) CONSUMERS=$(CONSUMERS) \
 		WORKLOADS_NOFP=$(abspath $(O)/workloads-nofp) \
 		$(BATS) --tap tests/*.bats
 

@@ -34,7 +34,12 @@ bool parse_seconds(const char *s, double *out);
 /* Makes sure fds 0-2 are open, so that no file we open lands on them. */
 void ensure_std_fds(void);
 
+struct profile;
+/* Reads a profile, or prints why not (with what to do) and returns NULL. */
+struct profile *read_profile(const char *path);
+
 int cmd_record(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 

@@ -18,6 +18,7 @@ static const struct cmd commands[] = {
 	{ "record", cmd_record, "run a command and profile it, its threads and child processes" },
 	{ "attach", cmd_attach, "profile a running process" },
 	{ "report", cmd_report, "print a profile (several files are merged)" },
+	{ "diff", cmd_diff, "compare two profiles: which functions grew or shrank" },
 };
 
 static void print_help(FILE *out)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/atomic.h"
 #include "base/base.h"
@@ -24,7 +25,10 @@ static const char report_usage[] =
 	"  --format FMT         table (cProfile-style, default); tree (the call tree,\n"
 	"                       callees indented under callers); callers or callees\n"
 	"                       (pstats print_callers/print_callees); folded (one line\n"
-	"                       per stack: frames root first, ';'-separated, then the count)\n"
+	"                       per stack: frames root first, ';'-separated, then the count);\n"
+	"                       json (the aggregated profile); timers (hierarchical\n"
+	"                       timer JSON); speedscope; chrome (trace events); pprof\n"
+	"                       (gzip'd protobuf); svg or html (interactive flame graph)\n"
 	"  --min-percent P      tree: fold nodes under P%% of the samples into one line\n"
 	"                       (default 0.5)\n"
 	"  --match REGEX        callers/callees: only functions whose name matches REGEX\n"
@@ -124,7 +128,7 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 			break;
 		case OPT_FORMAT:
 			if (report_format_parse(optarg, &o->ro.format) < 0)
-				return usage_error("report", "unknown format '%s' (use table, tree, callers, callees or folded)", optarg);
+				return usage_error("report", "unknown format '%s' (use table, tree, callers, callees, folded, json, timers, speedscope, chrome, pprof, svg or html)", optarg);
 			break;
 		case OPT_LIMIT:
 			if (!parse_ulong(optarg, 0, SIZE_MAX, &v))
@@ -191,6 +195,11 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 		ALLOC_GROW(o->inputs, o->nr_inputs + 1, o->alloc_inputs);
 		o->inputs[o->nr_inputs++] = argv[i];
 	}
+	if ((o->ro.per_thread || o->ro.per_process) && report_format_is_export(o->ro.format))
+		return usage_error("report", "--per-thread and --per-process go with table, tree, callers, callees and folded; "
+				   "the other formats keep threads apart themselves or not at all (filter with --tid or --pid)");
+	if (o->ro.format == REPORT_PPROF && !o->output && isatty(STDOUT_FILENO))
+		return usage_error("report", "pprof output is binary: write it to a file with -o FILE");
 	if (!o->nr_inputs) {
 		ALLOC_GROW(o->inputs, 1, o->alloc_inputs);
 		o->inputs[o->nr_inputs++] = "proftool.data";
@@ -198,32 +207,14 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 	return 0;
 }
 
-static const char *read_hint(int e)
-{
-	switch (e) {
-	case ENOENT:
-		return "; record one with 'proftool record -- COMMAND'";
-	case EPROTO:
-		return "; give a file written by 'proftool record'";
-	case EBADMSG:
-		return "; the file is damaged: record the profile again";
-	case ENOTSUP:
-		return "; upgrade proftool to read it";
-	default:
-		return "";
-	}
-}
-
 static struct profile *load(const struct report_cmd_opts *o)
 {
 	struct profile *all = NULL;
-	char err[512];
 
 	for (size_t i = 0; i < o->nr_inputs; i++) {
-		struct profile *p = profile_read(o->inputs[i], err, sizeof(err));
+		struct profile *p = read_profile(o->inputs[i]);
 
 		if (!p) {
-			error("cannot read '%s': %s%s", o->inputs[i], err, read_hint(errno));
 			profile_free(all);
 			return NULL;
 		}
@@ -274,6 +265,10 @@ static int do_report(struct report_cmd_opts *o)
 	if (ret == -ENODATA) {
 		atomic_abort(&af);
 		error("no samples match the --pid/--tid/--comm/--time-range filters; 'proftool report --per-thread' lists the threads");
+		return EXIT_FAIL;
+	}
+	if (!o->output && ret < 0) {
+		error("cannot write the report: %s", strerror(-ret));
 		return EXIT_FAIL;
 	}
 	if (o->output) {

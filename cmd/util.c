@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "profile/profile.h"
+
 void error(const char *fmt, ...)
 {
 	va_list ap;
@@ -79,4 +81,30 @@ void ensure_std_fds(void)
 			}
 		}
 	}
+}
+
+static const char *read_hint(int e)
+{
+	switch (e) {
+	case ENOENT:
+		return "; record one with 'proftool record -- COMMAND'";
+	case EPROTO:
+		return "; give a file written by 'proftool record'";
+	case EBADMSG:
+		return "; the file is damaged: record the profile again";
+	case ENOTSUP:
+		return "; upgrade proftool to read it";
+	default:
+		return "";
+	}
+}
+
+struct profile *read_profile(const char *path)
+{
+	char err[512];
+	struct profile *p = profile_read(path, err, sizeof(err));
+
+	if (!p)
+		error("cannot read '%s': %s%s", path, err, read_hint(errno));
+	return p;
 }

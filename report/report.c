@@ -20,7 +20,19 @@ static const struct {
 	{ "tree", REPORT_TREE },
 	{ "callers", REPORT_CALLERS },
 	{ "callees", REPORT_CALLEES },
+	{ "json", REPORT_JSON },
+	{ "timers", REPORT_TIMERS },
+	{ "speedscope", REPORT_SPEEDSCOPE },
+	{ "chrome", REPORT_CHROME },
+	{ "pprof", REPORT_PPROF },
+	{ "svg", REPORT_SVG },
+	{ "html", REPORT_HTML },
 };
+
+bool report_format_is_export(enum report_format fmt)
+{
+	return fmt >= REPORT_JSON;
+}
 
 int report_format_parse(const char *s, enum report_format *out)
 {
@@ -47,7 +59,6 @@ static bool thread_matches(const struct profile *p, uint32_t t, const struct rep
 	return true;
 }
 
-/* Marks the samples to keep; ONLY_THREAD restricts to one thread (PROFILE_NONE: any). */
 /*
  * Marks the samples to keep; ONLY_THREAD or ONLY_PROCESS restricts them to
  * one thread or process (PROFILE_NONE: any).
@@ -272,25 +283,18 @@ static void put_stack(FILE *out, const struct profile *p, uint32_t s, uint32_t *
 	}
 }
 
-struct folded_line {
-	char *text;     /* frames joined by ';' */
-	uint64_t count;
-};
-
 static int folded_cmp(const void *a, const void *b)
 {
-	return strcmp(((const struct folded_line *)a)->text, ((const struct folded_line *)b)->text);
+	return strcmp(((const struct report_folded *)a)->text, ((const struct report_folded *)b)->text);
 }
 
-/*
- * Stacks that differ only in line numbers have the same frame names and
- * become one line; lines are sorted so the output is stable.
- */
-static void write_folded(FILE *out, const struct profile *p, const char *prefix, const bool *keep)
+/* Stacks that differ only in line numbers have the same frame names and become one line. */
+struct report_folded *report_folded_lines(const struct profile *p, const bool *keep,
+					  const char *prefix, size_t *nr_out)
 {
 	uint64_t *count, *weight;
-	struct folded_line *lines = NULL;
-	size_t nr = 0, alloc = 0;
+	struct report_folded *lines = NULL;
+	size_t nr = 0, alloc = 0, out = 0;
 	uint32_t *scratch;
 	uint32_t maxdepth = 1;
 
@@ -315,23 +319,42 @@ static void write_folded(FILE *out, const struct profile *p, const char *prefix,
 		}
 		put_stack(m, p, s, scratch);
 		fclose(m);
-		lines[nr++].count = count[s];
+		lines[nr].count = count[s];
+		lines[nr++].weight_ns = weight[s];
 	}
 	QSORT(lines, nr, folded_cmp);
 	for (size_t i = 0; i < nr; i++) {
-		uint64_t c = lines[i].count;
+		struct report_folded l = lines[i];
 
-		while (i + 1 < nr && !strcmp(lines[i].text, lines[i + 1].text)) {
-			free(lines[i].text);
-			c += lines[++i].count;
+		while (i + 1 < nr && !strcmp(l.text, lines[i + 1].text)) {
+			free(lines[++i].text);
+			l.count += lines[i].count;
+			l.weight_ns += lines[i].weight_ns;
 		}
-		fprintf(out, "%s %" PRIu64 "\n", lines[i].text, c);
-		free(lines[i].text);
+		lines[out++] = l;
 	}
-	free(lines);
 	free(scratch);
 	free(count);
 	free(weight);
+	*nr_out = out;
+	return lines;
+}
+
+void report_folded_free(struct report_folded *lines, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		free(lines[i].text);
+	free(lines);
+}
+
+static void write_folded(FILE *out, const struct profile *p, const char *prefix, const bool *keep)
+{
+	size_t nr;
+	struct report_folded *lines = report_folded_lines(p, keep, prefix, &nr);
+
+	for (size_t i = 0; i < nr; i++)
+		fprintf(out, "%s %" PRIu64 "\n", lines[i].text, lines[i].count);
+	report_folded_free(lines, nr);
 }
 
 /* ---- entry point ---- */
@@ -352,9 +375,33 @@ static int write_section(FILE *out, const struct profile *p, const struct report
 					  o->limit, o->sort);
 	case REPORT_TABLE:
 		break;
+	default:
+		return -EINVAL;	/* exports are written whole, by report_write */
 	}
 	write_table(out, p, o, keep);
 	return 0;
+}
+
+static int write_export(FILE *out, const struct profile *p, const struct report_opts *o,
+			const bool *keep)
+{
+	switch (o->format) {
+	case REPORT_JSON:
+		return report_write_json(out, p, keep);
+	case REPORT_TIMERS:
+		return report_write_timers(out, p, keep);
+	case REPORT_SPEEDSCOPE:
+		return report_write_speedscope(out, p, keep);
+	case REPORT_CHROME:
+		return report_write_chrome(out, p, keep);
+	case REPORT_PPROF:
+		return report_write_pprof(out, p, keep);
+	case REPORT_SVG:
+	case REPORT_HTML:
+		return report_write_flame_profile(out, p, keep, o->format == REPORT_HTML);
+	default:
+		return -EINVAL;
+	}
 }
 
 int report_write(FILE *out, const struct profile *p, const struct report_opts *o)
@@ -372,6 +419,11 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 	    !report_any_match(p, keep, o->match)) {
 		free(keep);
 		return -ENOENT;
+	}
+	if (report_format_is_export(o->format)) {
+		ret = write_export(out, p, o, keep);
+		free(keep);
+		return ret < 0 ? ret : ferror(out) ? -EIO : 0;
 	}
 	if (o->format != REPORT_FOLDED)
 		print_header(out, p, o, keep, kept);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* Turning a profile into what people read: cProfile-style tables and folded stacks. */
+/* Turning a profile into what people read (tables, trees) and what other tools open. */
 #ifndef PROFTOOL_REPORT_H
 #define PROFTOOL_REPORT_H
 
@@ -16,7 +16,18 @@ enum report_format {
 	REPORT_TREE,
 	REPORT_CALLERS,
 	REPORT_CALLEES,
+	/* whole-profile formats: no header, no per-thread sections */
+	REPORT_JSON,       /* the aggregated profile (docs/report-json.md) */
+	REPORT_TIMERS,     /* hierarchical timers: total/self/count/children */
+	REPORT_SPEEDSCOPE, /* speedscope's file format, one sampled profile per thread */
+	REPORT_CHROME,     /* Chrome trace events, a timeline per thread */
+	REPORT_PPROF,      /* gzip'd profile.proto */
+	REPORT_SVG,        /* interactive flame graph */
+	REPORT_HTML,       /* the same flame graph in an HTML page */
 };
+
+/* Whether FMT is a whole-profile format (threads kept apart inside it, if at all). */
+bool report_format_is_export(enum report_format fmt);
 
 enum report_sort {
 	REPORT_SORT_CUMTIME,
@@ -58,6 +69,17 @@ int report_format_parse(const char *s, enum report_format *out);
  * negative errno from writing.
  */
 int report_write(FILE *out, const struct profile *p, const struct report_opts *o);
+
+/* proftool diff: how each function's share changed from BASE to NEW. */
+struct report_diff_opts {
+	enum report_format format; /* table, folded, svg or html */
+	size_t limit;           /* table rows; 0 = all */
+	const char *base_name, *new_name; /* for the titles */
+};
+
+/* Writes the comparison; -ENODATA when either profile has no samples, -EINVAL for another format. */
+int report_write_diff(FILE *out, const struct profile *base, const struct profile *new,
+		      const struct report_diff_opts *o);
 
 /* ---- the aggregation underneath, shared by the formats ---- */
 

@@ -11,21 +11,7 @@
 #include "base/base.h"
 #include "internal.h"
 
-/* A node of the call tree: one function reached by one path of functions from a root. */
-struct tnode {
-	uint32_t parent;        /* PROFILE_NONE for a root */
-	uint32_t func;
-	uint64_t self, cum;     /* samples */
-	uint64_t self_ns, cum_ns;
-};
-
-struct tree {
-	struct tnode *nodes;
-	size_t nr, alloc;
-	struct idx index;       /* (parent, func) -> node */
-};
-
-static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t func)
+static uint32_t tree_child(struct report_tree *t, uint32_t parent, uint32_t func)
 {
 	uint64_t h = hash_combine(hash_u64(parent), func);
 	size_t pos = 0;
@@ -43,12 +29,25 @@ static uint32_t tree_child(struct tree *t, uint32_t parent, uint32_t func)
 	return id;
 }
 
+static const struct report_tnode *sort_nodes;
+
+static int by_cum(const void *a, const void *b)
+{
+	const struct report_tnode *x = &sort_nodes[*(const uint32_t *)a];
+	const struct report_tnode *y = &sort_nodes[*(const uint32_t *)b];
+
+	if (x->cum != y->cum)
+		return x->cum > y->cum ? -1 : 1;
+	return x->func < y->func ? -1 : x->func > y->func;
+}
+
 /*
  * Stack nodes are by location (function and line); the tree merges them
  * by function. Each sample adds to every node on its own path once, so a
  * recursive function shows nested, and no total counts a sample twice.
  */
-static void build_tree(struct tree *t, const struct profile *p, const bool *keep)
+void report_tree_build(struct report_tree *t, const struct profile *p, const bool *keep,
+		       uint32_t **stack_node)
 {
 	uint32_t *tn = xmalloc(st_mult(p->nr_stacks + 1, sizeof(*tn)));
 	uint64_t *n, *ns;
@@ -71,93 +70,107 @@ static void build_tree(struct tree *t, const struct profile *p, const bool *keep
 			t->nodes[a].cum_ns += ns[s];
 		}
 	}
-	free(tn);
 	free(n);
 	free(ns);
-}
 
-static const struct tnode *sort_nodes;
+	/* children lists of the sampled nodes, largest first */
+	t->kids = xcalloc(t->nr + 1, sizeof(*t->kids));
+	t->nr_kids = xcalloc(t->nr + 1, sizeof(*t->nr_kids));
+	for (size_t i = 0; i < t->nr; i++) {
+		uint32_t par = t->nodes[i].parent;
 
-static int by_cum(const void *a, const void *b)
-{
-	const struct tnode *x = &sort_nodes[*(const uint32_t *)a], *y = &sort_nodes[*(const uint32_t *)b];
-
-	if (x->cum != y->cum)
-		return x->cum > y->cum ? -1 : 1;
-	return x->func < y->func ? -1 : x->func > y->func;
-}
-
-static void print_node(FILE *out, const struct profile *p, const struct tree *t,
-		       uint32_t **kids, const uint32_t *nr_kids, uint32_t id, unsigned depth,
-		       uint64_t total, double min_percent)
-{
-	const struct tnode *nd = &t->nodes[id];
-	char label[4096];
-	uint64_t hidden = 0;
-	size_t nr_hidden = 0;
-
-	report_func_label(&p->funcs[nd->func], label, sizeof(label));
-	fprintf(out, "%6.1f%% %6.1f%% %9.3f %9.3f %9" PRIu64 "  %*s%s\n",
-		100.0 * nd->cum / total, 100.0 * nd->self / total, nd->cum_ns / 1e9,
-		nd->self_ns / 1e9, nd->cum, (int)(2 * depth), "", label);
-	for (uint32_t k = 0; k < nr_kids[id]; k++) {
-		uint32_t c = kids[id][k];
-
-		if (100.0 * t->nodes[c].cum / total < min_percent) {
-			hidden += t->nodes[c].cum;
-			nr_hidden++;
+		if (!t->nodes[i].cum)
+			continue;
+		if (par == PROFILE_NONE) {
+			ALLOC_GROW(t->roots, t->nr_roots + 1, t->alloc_roots);
+			t->roots[t->nr_roots++] = i;
+			t->total += t->nodes[i].cum;
+			t->total_ns += t->nodes[i].cum_ns;
 			continue;
 		}
-		print_node(out, p, t, kids, nr_kids, c, depth + 1, total, min_percent);
+		t->kids[par] = xrealloc(t->kids[par], st_mult(t->nr_kids[par] + 1, sizeof(**t->kids)));
+		t->kids[par][t->nr_kids[par]++] = i;
 	}
-	if (nr_hidden)
-		fprintf(out, "%6.1f%% %7s %9s %9s %9" PRIu64 "  %*s… %zu more below %.1f%%\n",
-			100.0 * hidden / total, "", "", "", hidden, (int)(2 * depth + 2), "",
-			nr_hidden, min_percent);
+	sort_nodes = t->nodes;
+	QSORT(t->roots, t->nr_roots, by_cum);
+	for (size_t i = 0; i < t->nr; i++)
+		QSORT(t->kids[i], t->nr_kids[i], by_cum);
+	if (stack_node)
+		*stack_node = tn;
+	else
+		free(tn);
+}
+
+void report_tree_release(struct report_tree *t)
+{
+	for (size_t i = 0; i < t->nr; i++)
+		free(t->kids[i]);
+	free(t->kids);
+	free(t->nr_kids);
+	free(t->roots);
+	free(t->nodes);
+	idx_release(&t->index);
+}
+
+/*
+ * Prints the subtree under ROOT depth first, with an explicit stack: a
+ * 2000-deep recursion makes a 2000-deep tree.
+ */
+static void print_subtree(FILE *out, const struct profile *p, const struct report_tree *t,
+			  uint32_t root, double min_percent)
+{
+	struct walk { uint32_t id, next_kid; uint64_t hidden; size_t nr_hidden; } *st = NULL;
+	size_t nr = 0, alloc = 0;
+	char label[4096];
+
+	ALLOC_GROW(st, 1, alloc);
+	st[nr++] = (struct walk){ root, 0, 0, 0 };
+	while (nr) {
+		size_t top = nr - 1;
+		const struct report_tnode *nd = &t->nodes[st[top].id];
+
+		if (!st[top].next_kid) {
+			report_func_label(&p->funcs[nd->func], label, sizeof(label));
+			fprintf(out, "%6.1f%% %6.1f%% %9.3f %9.3f %9" PRIu64 "  %*s%s\n",
+				100.0 * nd->cum / t->total, 100.0 * nd->self / t->total, nd->cum_ns / 1e9,
+				nd->self_ns / 1e9, nd->cum, (int)(2 * top), "", label);
+		}
+		while (st[top].next_kid < t->nr_kids[st[top].id]) {
+			uint32_t c = t->kids[st[top].id][st[top].next_kid++];
+
+			if (100.0 * t->nodes[c].cum / t->total < min_percent) {
+				st[top].hidden += t->nodes[c].cum;
+				st[top].nr_hidden++;
+				continue;
+			}
+			ALLOC_GROW(st, nr + 1, alloc);
+			st[nr++] = (struct walk){ c, 0, 0, 0 };
+			break;
+		}
+		if (nr - 1 != top)
+			continue;	/* descended; back here when that child is done */
+		if (st[top].nr_hidden)
+			fprintf(out, "%6.1f%% %7s %9s %9s %9" PRIu64 "  %*s… %zu more below %.1f%%\n",
+				100.0 * st[top].hidden / t->total, "", "", "", st[top].hidden,
+				(int)(2 * top + 2), "", st[top].nr_hidden, min_percent);
+		nr--;
+	}
+	free(st);
 }
 
 void report_write_tree(FILE *out, const struct profile *p, const bool *keep, double min_percent)
 {
-	struct tree t;
-	uint32_t **kids, *nr_kids, *roots = NULL;
-	size_t nr_roots = 0, alloc_roots = 0;
-	uint64_t total = 0;
+	struct report_tree t;
 
-	build_tree(&t, p, keep);
-	kids = xcalloc(t.nr + 1, sizeof(*kids));
-	nr_kids = xcalloc(t.nr + 1, sizeof(*nr_kids));
-	for (size_t i = 0; i < t.nr; i++) {
-		uint32_t par = t.nodes[i].parent;
-
-		if (!t.nodes[i].cum)
-			continue;
-		if (par == PROFILE_NONE) {
-			ALLOC_GROW(roots, nr_roots + 1, alloc_roots);
-			roots[nr_roots++] = i;
-			total += t.nodes[i].cum;
-			continue;
-		}
-		kids[par] = xrealloc(kids[par], st_mult(nr_kids[par] + 1, sizeof(**kids)));
-		kids[par][nr_kids[par]++] = i;
-	}
-	sort_nodes = t.nodes;
-	QSORT(roots, nr_roots, by_cum);
-	for (size_t i = 0; i < t.nr; i++)
-		QSORT(kids[i], nr_kids[i], by_cum);
+	report_tree_build(&t, p, keep, NULL);
 	fprintf(out, "\n%7s %7s %9s %9s %9s  %s\n", "total%", "self%", "total", "self", "samples",
 		"function (callees indented under their callers)");
-	for (size_t r = 0; r < nr_roots && total; r++) {
-		if (100.0 * t.nodes[roots[r]].cum / total < min_percent)
+	for (size_t r = 0; r < t.nr_roots && t.total; r++) {
+		if (100.0 * t.nodes[t.roots[r]].cum / t.total < min_percent)
 			continue;
-		print_node(out, p, &t, kids, nr_kids, roots[r], 0, total, min_percent);
+		print_subtree(out, p, &t, t.roots[r], min_percent);
 	}
-	for (size_t i = 0; i < t.nr; i++)
-		free(kids[i]);
-	free(kids);
-	free(nr_kids);
-	free(roots);
-	free(t.nodes);
-	idx_release(&t.index);
+	report_tree_release(&t);
 }
 
 /* ---- callers and callees ---- */

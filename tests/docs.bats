@@ -87,6 +87,19 @@ help_covers_contract() {
 	help_matches_man report
 }
 
+@test "diff --help lists exactly the diff options of the man page" {
+	help_matches_man diff
+}
+
+@test "every format of report --help is described in the man page, and the help and man list the same" {
+	run --separate-stderr "$PROFTOOL" report --format nonsense
+	for fmt in table tree callers callees folded json timers speedscope chrome pprof svg html; do
+		[[ "$stderr" == *"$fmt"* ]] || { echo "the format error does not name $fmt"; false; }
+		"$PROFTOOL" report --help | grep -qw "$fmt" || { echo "--help does not name $fmt"; false; }
+		grep -q "^\.B $fmt\$" "$MAN" || { echo "the man page does not describe $fmt"; false; }
+	done
+}
+
 @test "every option of the contract's record/attach table is in record --help" {
 	help_covers_contract record "record / attach options"
 }

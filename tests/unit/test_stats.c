@@ -20,6 +20,18 @@ static void add(struct profile *p, uint32_t thread, const char *const *names, si
 		profile_add_sample(p, i, thread, s, 1000);
 }
 
+/* The same with the samples at T0, T0 + 1000, ... ns. */
+static void add_at(struct profile *p, uint32_t thread, const char *const *names, size_t n, int count,
+		   uint64_t t0)
+{
+	uint32_t s = PROFILE_NONE;
+
+	for (size_t i = 0; i < n; i++)
+		s = profile_add_stack(p, s, profile_add_loc(p, profile_add_func(p, names[i], "mod", "x.c", 1), 1));
+	for (int i = 0; i < count; i++)
+		profile_add_sample(p, t0 + 1000 * (uint64_t)i, thread, s, 1000);
+}
+
 static struct profile *make(void)
 {
 	struct profile *p = profile_new();
@@ -161,6 +173,48 @@ static void complete_stacks(void)
 	profile_free(p);
 }
 
+/* The timers JSON of P, in a string the caller frees. */
+static char *timers(const struct profile *p)
+{
+	struct report_opts o = { .format = REPORT_TIMERS };
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+
+	CHECK(report_write(f, p, &o) == 0);
+	fclose(f);
+	return buf;
+}
+
+/* is_parallel: set where two threads were in a node at overlapping times, and nowhere else. */
+static void timers_parallel(void)
+{
+	struct profile *p = make();
+	const char *work[] = { "start", "work" }, *solo[] = { "start", "solo" };
+	uint32_t t2 = profile_add_thread(p, 2, 0, "u");
+	char *j;
+
+	/* one after the other: thread 0 in work from 0 to 9 us, thread 1 from 20 us */
+	add_at(p, 0, work, 2, 10, 0);
+	add_at(p, t2, work, 2, 10, 20000);
+	j = timers(p);
+	CHECK(!strstr(j, "is_parallel"));
+	CHECK(strstr(j, "\"work\": {"));
+	free(j);
+	/* thread 0 in solo while thread 1 is in work: start and the root overlap, work does not */
+	add_at(p, 0, solo, 2, 10, 21000);
+	j = timers(p);
+	CHECK(strstr(j, "\"is_parallel\": true") && strstr(j, "\"is_parallel\": true") < strstr(j, "\"work\""));
+	CHECK(!strstr(strstr(j, "\"work\""), "is_parallel"));
+	free(j);
+	/* now thread 0 works at the same time too */
+	add_at(p, 0, work, 2, 5, 25000);
+	j = timers(p);
+	CHECK(strstr(strstr(j, "\"work\""), "is_parallel"));
+	free(j);
+	profile_free(p);
+}
+
 int main(void)
 {
 	RUN(self_and_cumulative);
@@ -168,5 +222,6 @@ int main(void)
 	RUN(filter_by_sample);
 	RUN(sort_keys);
 	RUN(complete_stacks);
+	RUN(timers_parallel);
 	UNIT_DONE();
 }

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+/* Chrome trace event JSON: a timeline per process and thread, its slices made from the samples. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "internal.h"
+
+/*
+ * The trace event format is described in "Trace Event Format" (Google,
+ * docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU):
+ * the object form {"traceEvents": [...], ...}, complete events (ph "X")
+ * with ts and dur in microseconds, metadata events (ph "M") naming
+ * processes and threads. Perfetto and chrome://tracing both read it.
+ */
+
+/* ---- trace ids ---- */
+
+struct pid_slot {
+	int32_t pid;
+	uint32_t process;
+};
+
+static int pid_slot_cmp(const void *a, const void *b)
+{
+	const struct pid_slot *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->process < y->process ? -1 : x->process > y->process;
+}
+
+/*
+ * The trace pid of each process with samples (HAS), -1 for the others.
+ * Trace viewers key timelines by pid and tid, but a profile can hold one
+ * pid twice: a process that exec'd is a new entry, and merged recordings
+ * reuse pids with times that overlap. The first entry keeps its pid, later
+ * ones get ids above every real pid and tid (which share one number space),
+ * so their slices never interleave.
+ */
+static int64_t *trace_pids(const struct profile *p, const bool *has)
+{
+	int64_t *tpid = xmalloc(st_mult(p->nr_procs + 1, sizeof(*tpid)));
+	struct pid_slot *slot = xmalloc(st_mult(p->nr_procs + 1, sizeof(*slot)));
+	int64_t next = 0;
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->nr_threads; i++)
+		if (p->threads[i].tid >= next)
+			next = (int64_t)p->threads[i].tid + 1;
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		tpid[i] = -1;
+		if (p->procs[i].pid >= next)
+			next = (int64_t)p->procs[i].pid + 1;
+		if (has[i])
+			slot[n++] = (struct pid_slot){ p->procs[i].pid, i };
+	}
+	QSORT(slot, n, pid_slot_cmp);
+	for (size_t i = 0; i < n; i++)
+		tpid[slot[i].process] = i && slot[i].pid == slot[i - 1].pid ? next++ : slot[i].pid;
+	free(slot);
+	return tpid;
+}
+
+/* ---- the timeline of one thread ---- */
+
+/* A function's time on the stack at one depth: a complete event. */
+struct slice {
+	uint64_t start_ns, end_ns;
+	uint32_t func;
+};
+
+struct timeline {
+	struct slice *slices;   /* in the order they opened: by start, callers first */
+	size_t nr, alloc;
+	size_t *open;           /* indexes into slices, outermost first */
+	size_t nr_open;
+	uint32_t *frames;       /* scratch: the current sample's functions, root first */
+};
+
+static void close_slices(struct timeline *tl, size_t keep, uint64_t when)
+{
+	while (tl->nr_open > keep)
+		tl->slices[tl->open[--tl->nr_open]].end_ns = when;
+}
+
+/*
+ * Turns the samples of a thread (N, listed in ORDER) into slices. Sample i
+ * covers [t_i, t_i + w_i), its weight, cut short by a next sample that comes
+ * sooner; a function stays one slice while successive samples keep it, and
+ * everything above it, at the same depth, so a call becomes one slice as it
+ * would in a tracer. The next sample also continues the slices when it comes
+ * a little later than t_i + w_i, up to half a weight: the timer's jitter (a
+ * few microseconds each way) and the profile's whole-microsecond times make
+ * that the common case for a thread that keeps running, which must not be
+ * cut into one slice per sample. A longer gap, where the thread was off the
+ * CPU, closes everything.
+ */
+static void build_timeline(struct timeline *tl, const struct profile *p, const size_t *order,
+			   size_t n)
+{
+	uint64_t end = 0;
+
+	tl->nr = tl->nr_open = 0;
+	for (size_t k = 0; k < n; k++) {
+		const struct profile_sample *s = &p->samples[order[k]];
+		size_t depth = p->stacks[s->stack].depth, common = 0;
+
+		for (uint32_t a = s->stack, d = depth; a != PROFILE_NONE; a = p->stacks[a].parent)
+			tl->frames[--d] = p->locs[p->stacks[a].loc].func;
+
+		if (tl->nr_open && s->time_ns > end)
+			close_slices(tl, 0, end);
+		while (common < tl->nr_open && common < depth &&
+		       tl->slices[tl->open[common]].func == tl->frames[common])
+			common++;
+		close_slices(tl, common, s->time_ns);
+		for (size_t d = common; d < depth; d++) {
+			ALLOC_GROW(tl->slices, tl->nr + 1, tl->alloc);
+			tl->slices[tl->nr] = (struct slice){ .start_ns = s->time_ns, .func = tl->frames[d] };
+			tl->open[tl->nr_open++] = tl->nr++;
+		}
+
+		end = s->time_ns + s->weight_ns;
+		if (k + 1 < n) {
+			uint64_t next = p->samples[order[k + 1]].time_ns;
+
+			if (next <= end + s->weight_ns / 2)
+				end = next;
+		}
+	}
+	close_slices(tl, 0, end);
+}
+
+/*
+ * Nanoseconds to whole microseconds, to the nearest. Slice bounds are
+ * rounded as points and the duration is the difference, so a slice nested
+ * in another stays inside it: with fractional microseconds, ts + dur would
+ * be summed in floating point by the reader and could come out a hair
+ * past its parent's end.
+ */
+static uint64_t us(uint64_t ns)
+{
+	return (ns + 500) / 1000;
+}
+
+/* Starts an event: the comma that separates it from the last one, if there is one. */
+static void begin_event(FILE *out, size_t *nr_events)
+{
+	fputs((*nr_events)++ ? ",\n{" : "{", out);
+}
+
+static void write_slices(FILE *out, const struct profile *p, const struct timeline *tl,
+			 int64_t pid, int32_t tid, size_t *nr_events)
+{
+	for (size_t i = 0; i < tl->nr; i++) {
+		const struct slice *sl = &tl->slices[i];
+		const struct profile_func *f = &p->funcs[sl->func];
+
+		begin_event(out, nr_events);
+		fputs("\"ph\":\"X\",\"name\":", out);
+		report_json_string(out, f->name);
+		fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId32 ",\"ts\":%" PRIu64
+			",\"dur\":%" PRIu64 ",\"args\":{", pid, tid, us(sl->start_ns),
+			us(sl->end_ns) - us(sl->start_ns));
+		if (f->file) {
+			fputs("\"file\":\"", out);
+			report_json_chars(out, f->file);
+			fprintf(out, ":%" PRIu32 "\",", f->line);
+		}
+		fputs("\"module\":", out);
+		report_json_string(out, f->module);
+		fputs("}}", out);
+	}
+}
+
+/* ---- the file ---- */
+
+/* A metadata event WHAT (process_name, thread_name) naming a process or thread NAME, and SUFFIX. */
+static void write_metadata(FILE *out, const char *what, int64_t pid, int64_t tid, const char *name,
+			   const char *suffix, size_t *nr_events)
+{
+	begin_event(out, nr_events);
+	fprintf(out, "\"ph\":\"M\",\"name\":\"%s\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
+		",\"ts\":0,\"args\":{\"name\":\"", what, pid, tid);
+	report_json_chars(out, name);
+	fprintf(out, "%s\"}}", suffix);
+}
+
+/* What the trace viewers show as the trace's metadata: all strings, as Chrome writes it. */
+static void write_other_data(FILE *out, const struct profile *p)
+{
+	const struct profile_meta *m = &p->meta;
+	char buf[64];
+
+	fputs("\"otherData\":{\"exporter\":\"proftool " PROFTOOL_VERSION "\"", out);
+	if (m->command) {
+		fputs(",\"command\":", out);
+		report_json_string(out, m->command);
+	}
+	if (m->event) {
+		fputs(",\"event\":", out);
+		report_json_string(out, m->event);
+	}
+	if (m->mode) {
+		fputs(",\"mode\":", out);
+		report_json_string(out, m->mode);
+	}
+	if (m->freq) {
+		snprintf(buf, sizeof(buf), "%" PRIu32 " Hz", m->freq);
+		fputs(",\"frequency\":", out);
+		report_json_string(out, buf);
+	}
+	if (m->start_real_ns) {
+		time_t t = m->start_real_ns / 1000000000ull;
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		fputs(",\"start_time\":", out);
+		report_json_string(out, buf);
+	}
+	fputs("}", out);
+}
+
+int report_write_chrome(FILE *out, const struct profile *p, const bool *keep)
+{
+	size_t *start, *order = report_samples_by_thread(p, keep, &start);
+	bool *has = xcalloc(p->nr_procs + 1, sizeof(*has));
+	struct timeline tl = { 0 };
+	uint32_t maxdepth = 1;
+	size_t nr_events = 0;
+	int64_t *tpid;
+
+	for (size_t t = 0; t < p->nr_threads; t++)
+		if (start[t + 1] > start[t])
+			has[p->threads[t].process] = true;
+	tpid = trace_pids(p, has);
+	for (size_t s = 0; s < p->nr_stacks; s++)
+		if (p->stacks[s].depth > maxdepth)
+			maxdepth = p->stacks[s].depth;
+	tl.open = xmalloc(st_mult(maxdepth, sizeof(*tl.open)));
+	tl.frames = xmalloc(st_mult(maxdepth, sizeof(*tl.frames)));
+
+	fputs("{\"displayTimeUnit\":\"ms\",\n", out);
+	write_other_data(out, p);
+	fputs(",\n\"traceEvents\":[\n", out);
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		const struct profile_process *pr = &p->procs[i];
+		char real[32] = "";
+
+		if (!has[i])
+			continue;
+		/* a process moved to another pid still shows its own */
+		if (tpid[i] != pr->pid)
+			snprintf(real, sizeof(real), " (pid %" PRId32 ")", pr->pid);
+		write_metadata(out, "process_name", tpid[i], tpid[i], pr->comm, real, &nr_events);
+	}
+	for (size_t t = 0; t < p->nr_threads; t++) {
+		const struct profile_thread *th = &p->threads[t];
+		int64_t pid = tpid[th->process];
+
+		if (start[t + 1] == start[t])
+			continue;
+		write_metadata(out, "thread_name", pid, th->tid, th->comm, "", &nr_events);
+		build_timeline(&tl, p, order + start[t], start[t + 1] - start[t]);
+		write_slices(out, p, &tl, pid, th->tid, &nr_events);
+	}
+	fputs("\n]}\n", out);
+
+	free(tl.slices);
+	free(tl.open);
+	free(tl.frames);
+	free(tpid);
+	free(has);
+	free(order);
+	free(start);
+	return ferror(out) ? -EIO : 0;
+}

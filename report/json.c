@@ -1,0 +1,378 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The aggregated profile as JSON (--format json, docs/report-json.md), and
+ * hierarchical timers (--format timers): the timer tree ML training tools
+ * write, with total/self/count/children keyed by name and is_parallel.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "internal.h"
+
+#define REPORT_JSON_FORMAT "proftool-report"
+#define REPORT_JSON_VERSION 1
+#define TIMER_FORMAT_VERSION "0.1.0"
+
+/* jansson takes only UTF-8: a name that is not has its bad bytes replaced. */
+static json_t *str(const char *s)
+{
+	char *clean;
+	json_t *j;
+
+	if (!s)
+		return json_null();
+	clean = report_utf8_clean(s);
+	j = json_string(clean ? clean : s);
+	free(clean);
+	return j ? j : json_string("?");
+}
+
+static json_t *u64(uint64_t v)
+{
+	return json_integer((json_int_t)v);
+}
+
+static json_t *secs(uint64_t ns)
+{
+	return json_real(ns / 1e9);
+}
+
+/* Indented for people unless DEEP: indentation would grow with the square of the depth. */
+static int dump(FILE *out, json_t *root, bool deep)
+{
+	int ret = json_dumpf(root, out, (deep ? JSON_COMPACT : JSON_INDENT(1)) | JSON_PRESERVE_ORDER |
+			     JSON_REAL_PRECISION(9));
+
+	json_decref(root);
+	if (ret < 0 || fputc('\n', out) == EOF)
+		return -EIO;
+	return 0;
+}
+
+static json_t *meta_json(const struct profile *p, uint64_t kept, uint64_t kept_ns)
+{
+	const struct profile_meta *m = &p->meta;
+	json_t *j = json_object(), *stops = json_array();
+
+	json_object_set_new(j, "tool_version", str(m->tool_version));
+	json_object_set_new(j, "command", str(m->command));
+	json_object_set_new(j, "event", str(m->event));
+	json_object_set_new(j, "callgraph", str(m->callgraph));
+	json_object_set_new(j, "mode", str(m->mode));
+	json_object_set_new(j, "backend", str(m->backend));
+	json_object_set_new(j, "host", str(m->host));
+	json_object_set_new(j, "kernel", str(m->kernel));
+	json_object_set_new(j, "frequency_hz", u64(m->freq));
+	json_object_set_new(j, "period_ns", u64(m->period_ns));
+	json_object_set_new(j, "start_time_ns", u64(m->start_real_ns));
+	json_object_set_new(j, "duration_ns", u64(m->duration_ns));
+	json_object_set_new(j, "cpu_time_ns", u64(m->cpu_time_ns));
+	json_object_set_new(j, "lost", u64(m->lost));
+	json_object_set_new(j, "exit_status", m->exit_status >= 0 ? json_integer(m->exit_status) : json_null());
+	json_object_set_new(j, "samples_in_file", u64(p->nr_samples));
+	json_object_set_new(j, "samples", u64(kept));
+	json_object_set_new(j, "seconds", secs(kept_ns));
+	for (size_t i = 0; i < m->nr_stops; i++) {
+		json_t *s = json_object();
+
+		json_object_set_new(s, "reason", str(m->stops[i].reason));
+		json_object_set_new(s, "module", str(m->stops[i].module));
+		json_object_set_new(s, "count", u64(m->stops[i].count));
+		json_array_append_new(stops, s);
+	}
+	json_object_set_new(j, "unwind_stops", stops);
+	return j;
+}
+
+int report_write_json(FILE *out, const struct profile *p, const bool *keep)
+{
+	uint64_t total, total_ns, *t_n = xcalloc(p->nr_threads + 1, sizeof(*t_n));
+	uint64_t *t_ns = xcalloc(p->nr_threads + 1, sizeof(*t_ns));
+	uint64_t *p_n = xcalloc(p->nr_procs + 1, sizeof(*p_n));
+	uint32_t *fid = xmalloc(st_mult(p->nr_funcs + 1, sizeof(*fid)));
+	uint32_t *path = NULL;
+	size_t nr_fs, alloc_path = 0;
+	struct report_func_stat *fs = report_func_stats(p, keep, &nr_fs, &total, &total_ns);
+	struct report_tree t;
+	json_t *root = json_object(), *arr;
+
+	json_object_set_new(root, "format", json_string(REPORT_JSON_FORMAT));
+	json_object_set_new(root, "version", json_integer(REPORT_JSON_VERSION));
+	json_object_set_new(root, "meta", meta_json(p, total, total_ns));
+
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		if (!keep[i])
+			continue;
+		t_n[p->samples[i].thread]++;
+		t_ns[p->samples[i].thread] += p->samples[i].weight_ns;
+		p_n[p->threads[p->samples[i].thread].process]++;
+	}
+	arr = json_array();
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		const struct profile_process *pr = &p->procs[i];
+		json_t *j;
+
+		if (!p_n[i])
+			continue;
+		j = json_object();
+		json_object_set_new(j, "pid", json_integer(pr->pid));
+		json_object_set_new(j, "ppid", json_integer(pr->ppid));
+		json_object_set_new(j, "comm", str(pr->comm));
+		json_object_set_new(j, "cmdline", str(pr->cmdline));
+		json_object_set_new(j, "samples", u64(p_n[i]));
+		json_array_append_new(arr, j);
+	}
+	json_object_set_new(root, "processes", arr);
+	arr = json_array();
+	for (size_t i = 0; i < p->nr_threads; i++) {
+		const struct profile_thread *th = &p->threads[i];
+		json_t *j;
+
+		if (!t_n[i])
+			continue;
+		j = json_object();
+		json_object_set_new(j, "tid", json_integer(th->tid));
+		json_object_set_new(j, "pid", json_integer(p->procs[th->process].pid));
+		json_object_set_new(j, "comm", str(th->comm));
+		json_object_set_new(j, "samples", u64(t_n[i]));
+		json_object_set_new(j, "seconds", secs(t_ns[i]));
+		json_array_append_new(arr, j);
+	}
+	json_object_set_new(root, "threads", arr);
+
+	/* functions by total, largest first; their index here is their id */
+	report_sort_stats(p, fs, nr_fs, REPORT_SORT_CUMTIME);
+	arr = json_array();
+	for (size_t i = 0; i < nr_fs; i++) {
+		const struct profile_func *f = &p->funcs[fs[i].func];
+		json_t *j = json_object();
+
+		fid[fs[i].func] = i;
+		json_object_set_new(j, "id", json_integer((json_int_t)i));
+		json_object_set_new(j, "name", str(f->name));
+		json_object_set_new(j, "module", str(f->module));
+		json_object_set_new(j, "file", str(f->file));
+		json_object_set_new(j, "line", f->line ? json_integer(f->line) : json_null());
+		json_object_set_new(j, "self_samples", u64(fs[i].self));
+		json_object_set_new(j, "total_samples", u64(fs[i].cum));
+		json_object_set_new(j, "self_seconds", secs(fs[i].self_ns));
+		json_object_set_new(j, "total_seconds", secs(fs[i].cum_ns));
+		json_array_append_new(arr, j);
+	}
+	json_object_set_new(root, "functions", arr);
+
+	/* stacks by function (lines merged): every tree node with samples of its own */
+	report_tree_build(&t, p, keep, NULL);
+	arr = json_array();
+	for (size_t n = 0; n < t.nr; n++) {
+		json_t *j, *frames;
+		size_t depth = 0;
+
+		if (!t.nodes[n].self)
+			continue;
+		for (uint32_t a = n; a != PROFILE_NONE; a = t.nodes[a].parent) {
+			ALLOC_GROW(path, depth + 1, alloc_path);
+			path[depth++] = fid[t.nodes[a].func];
+		}
+		frames = json_array();
+		while (depth--)
+			json_array_append_new(frames, json_integer(path[depth]));
+		j = json_object();
+		json_object_set_new(j, "frames", frames);
+		json_object_set_new(j, "samples", u64(t.nodes[n].self));
+		json_object_set_new(j, "seconds", secs(t.nodes[n].self_ns));
+		json_array_append_new(arr, j);
+	}
+	json_object_set_new(root, "stacks", arr);
+	report_tree_release(&t);
+	free(path);
+	free(fs);
+	free(fid);
+	free(t_n);
+	free(t_ns);
+	free(p_n);
+	return dump(out, root, false);
+}
+
+/* ---- timers ---- */
+
+/*
+ * A node is parallel when samples from two threads fell in it at
+ * overlapping times: each thread's first-to-last span in the node is one
+ * interval, and two intervals of one node overlap.
+ */
+struct span {
+	uint32_t node;
+	uint64_t from, to;
+};
+
+static const struct profile *order_p;
+
+static int by_thread_time(const void *a, const void *b)
+{
+	const struct profile_sample *x = &order_p->samples[*(const uint32_t *)a];
+	const struct profile_sample *y = &order_p->samples[*(const uint32_t *)b];
+
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->time_ns < y->time_ns ? -1 : x->time_ns > y->time_ns;
+}
+
+static int by_node_start(const void *a, const void *b)
+{
+	const struct span *x = a, *y = b;
+
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return x->from < y->from ? -1 : x->from > y->from;
+}
+
+static bool *parallel_nodes(const struct profile *p, const bool *keep, const struct report_tree *t,
+			    const uint32_t *stack_node)
+{
+	uint32_t *order = NULL, *open = xmalloc(st_mult(t->nr + 1, sizeof(*open)));
+	uint32_t *open_thread = xmalloc(st_mult(t->nr + 1, sizeof(*open_thread)));
+	bool *par = xcalloc(t->nr + 1, 1);	/* [t->nr]: the root */
+	struct span *sp = NULL;
+	size_t nr = 0, nr_sp = 0, alloc_sp = 0;
+
+	order = xmalloc(st_mult(p->nr_samples + 1, sizeof(*order)));
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (keep[i])
+			order[nr++] = i;
+	order_p = p;
+	QSORT(order, nr, by_thread_time);
+	memset(open_thread, 0xff, st_mult(t->nr + 1, sizeof(*open_thread)));
+	for (size_t k = 0; k < nr; k++) {
+		const struct profile_sample *s = &p->samples[order[k]];
+
+		/* every node on the path, then t->nr: the root above them all */
+		for (uint32_t a = stack_node[s->stack]; ; a = t->nodes[a].parent) {
+			if (a == PROFILE_NONE)
+				a = t->nr;
+			if (open_thread[a] != s->thread) {
+				ALLOC_GROW(sp, nr_sp + 1, alloc_sp);
+				sp[nr_sp] = (struct span){ a, s->time_ns, s->time_ns };
+				open[a] = nr_sp++;
+				open_thread[a] = s->thread;
+			} else {
+				sp[open[a]].to = s->time_ns;	/* samples come in time order per thread */
+			}
+			if (a == t->nr)
+				break;
+		}
+	}
+	QSORT(sp, nr_sp, by_node_start);
+	for (size_t i = 0; i < nr_sp;) {
+		uint64_t reach = sp[i].to;
+		size_t j = i + 1;
+
+		for (; j < nr_sp && sp[j].node == sp[i].node; j++) {
+			if (sp[j].from <= reach)
+				par[sp[i].node] = true;
+			if (sp[j].to > reach)
+				reach = sp[j].to;
+		}
+		i = j;
+	}
+	free(sp);
+	free(order);
+	free(open);
+	free(open_thread);
+	return par;
+}
+
+/*
+ * A node's key among its siblings: the function name, with the module
+ * added when two siblings share a name, and a counter if even that clashes.
+ */
+static void child_key(const struct profile *p, const struct report_tree *t, uint32_t id,
+		      json_t *siblings, char *buf, size_t n)
+{
+	const struct profile_func *f = &p->funcs[t->nodes[id].func];
+
+	snprintf(buf, n, "%s", f->name);
+	if (!json_object_get(siblings, buf))
+		return;
+	snprintf(buf, n, "%s (%s)", f->name, f->module ? f->module : "?");
+	for (unsigned k = 2; json_object_get(siblings, buf); k++)
+		snprintf(buf, n, "%s (%s) #%u", f->name, f->module ? f->module : "?", k);
+}
+
+static json_t *timer_node(const char *name, uint64_t total_ns, uint64_t self_ns, uint64_t count,
+			  bool parallel)
+{
+	json_t *j = json_object();
+
+	if (name)
+		json_object_set_new(j, "name", json_string(name));
+	json_object_set_new(j, "total", secs(total_ns));
+	json_object_set_new(j, "count", u64(count));
+	json_object_set_new(j, "self", secs(self_ns));
+	if (parallel)
+		json_object_set_new(j, "is_parallel", json_true());
+	json_object_set_new(j, "children", json_object());
+	return j;
+}
+
+int report_write_timers(FILE *out, const struct profile *p, const bool *keep)
+{
+	struct report_tree t;
+	uint32_t *stack_node;
+	bool *par;
+	json_t **obj, *root, *meta;
+	char key[1024];
+	bool deep = false;
+
+	report_tree_build(&t, p, keep, &stack_node);
+	par = parallel_nodes(p, keep, &t, stack_node);
+	for (size_t s = 0; s < p->nr_stacks && !deep; s++)
+		deep = p->stacks[s].depth > 64;
+	root = timer_node("root", t.total_ns, 0, t.total, par[t.nr]);
+
+	/* breadth first from each root: a parent's object exists before its children, largest first */
+	obj = xcalloc(t.nr + 1, sizeof(*obj));
+	for (size_t r = 0; r < t.nr_roots; r++) {
+		uint32_t *queue = NULL;
+		size_t head = 0, nr_q = 0, alloc_q = 0;
+
+		ALLOC_GROW(queue, 1, alloc_q);
+		queue[nr_q++] = t.roots[r];
+		while (head < nr_q) {
+			uint32_t id = queue[head++];
+			const struct report_tnode *nd = &t.nodes[id];
+			json_t *siblings = json_object_get(nd->parent == PROFILE_NONE ? root : obj[nd->parent],
+							   "children");
+
+			obj[id] = timer_node(NULL, nd->cum_ns, nd->self_ns, nd->cum, par[id]);
+			child_key(p, &t, id, siblings, key, sizeof(key));
+			json_object_set_new(siblings, key, obj[id]);
+			ALLOC_GROW(queue, nr_q + t.nr_kids[id], alloc_q);
+			for (uint32_t k = 0; k < t.nr_kids[id]; k++)
+				queue[nr_q++] = t.kids[id][k];
+		}
+		free(queue);
+	}
+	meta = json_object();
+	json_object_set_new(meta, "timer_format_version", json_string(TIMER_FORMAT_VERSION));
+	json_object_set_new(meta, "source", json_string("proftool " PROFTOOL_VERSION));
+	json_object_set_new(meta, "unit", json_string(p->meta.mode && !strcmp(p->meta.mode, "wall") ?
+						    "seconds of wall-clock time (sampled)" :
+						    "seconds of CPU time (sampled)"));
+	json_object_set_new(meta, "command_line_arguments", str(p->meta.command));
+	json_object_set_new(meta, "start_time_seconds", json_real(p->meta.start_real_ns / 1e9));
+	json_object_set_new(meta, "end_time_seconds",
+			    json_real((p->meta.start_real_ns + p->meta.duration_ns) / 1e9));
+	json_object_set_new(meta, "sampling_period_seconds", secs(p->meta.period_ns));
+	json_object_set_new(root, "metadata", meta);
+	free(obj);
+	free(par);
+	free(stack_node);
+	report_tree_release(&t);
+	return dump(out, root, deep);
+}

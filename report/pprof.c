@@ -1,0 +1,609 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pprof: the kept samples as a gzip-compressed profile.proto
+ * (github.com/google/pprof/proto/profile.proto), encoded by hand.
+ */
+#include "internal.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "base/base.h"
+
+/* Field numbers of profile.proto, by message. */
+enum {
+	PB_PROFILE_SAMPLE_TYPE = 1,
+	PB_PROFILE_SAMPLE = 2,
+	PB_PROFILE_MAPPING = 3,
+	PB_PROFILE_LOCATION = 4,
+	PB_PROFILE_FUNCTION = 5,
+	PB_PROFILE_STRING_TABLE = 6,
+	PB_PROFILE_TIME_NANOS = 9,
+	PB_PROFILE_DURATION_NANOS = 10,
+	PB_PROFILE_PERIOD_TYPE = 11,
+	PB_PROFILE_PERIOD = 12,
+	PB_PROFILE_COMMENT = 13,
+	PB_PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+
+	PB_VALUE_TYPE_TYPE = 1,
+	PB_VALUE_TYPE_UNIT = 2,
+
+	PB_SAMPLE_LOCATION_ID = 1,
+	PB_SAMPLE_VALUE = 2,
+	PB_SAMPLE_LABEL = 3,
+
+	PB_LABEL_KEY = 1,
+	PB_LABEL_STR = 2,
+	PB_LABEL_NUM = 3,
+
+	PB_MAPPING_ID = 1,
+	PB_MAPPING_MEMORY_START = 2,
+	PB_MAPPING_MEMORY_LIMIT = 3,
+	PB_MAPPING_FILENAME = 5,
+	PB_MAPPING_HAS_FUNCTIONS = 7,
+	PB_MAPPING_HAS_FILENAMES = 8,
+	PB_MAPPING_HAS_LINE_NUMBERS = 9,
+
+	PB_LOCATION_ID = 1,
+	PB_LOCATION_MAPPING_ID = 2,
+	PB_LOCATION_ADDRESS = 3,
+	PB_LOCATION_LINE = 4,
+
+	PB_LINE_FUNCTION_ID = 1,
+	PB_LINE_LINE = 2,
+
+	PB_FUNCTION_ID = 1,
+	PB_FUNCTION_NAME = 2,
+	PB_FUNCTION_SYSTEM_NAME = 3,
+	PB_FUNCTION_FILENAME = 4,
+	PB_FUNCTION_START_LINE = 5,
+};
+
+enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+/* ---- the protobuf encoder ---- */
+
+/* One message being encoded; reused (len = 0) from message to message. */
+struct pb {
+	uint8_t *b;
+	size_t len, alloc;
+};
+
+/* Encodes V as a varint into BUF (10 bytes at most); returns its length. */
+static size_t varint(uint8_t *buf, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		buf[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	buf[n++] = (uint8_t)v;
+	return n;
+}
+
+static void pb_raw(struct pb *m, const void *data, size_t n)
+{
+	if (!n)
+		return;
+	ALLOC_GROW(m->b, m->len + n, m->alloc);
+	memcpy(m->b + m->len, data, n);
+	m->len += n;
+}
+
+static void pb_varint(struct pb *m, uint64_t v)
+{
+	uint8_t buf[10];
+
+	pb_raw(m, buf, varint(buf, v));
+}
+
+static void pb_key(struct pb *m, uint32_t field, unsigned wire)
+{
+	pb_varint(m, (uint64_t)field << 3 | wire);
+}
+
+/*
+ * An integer field (int64, uint64 or bool; ours are never negative). proto3
+ * leaves out fields at their default, zero, and readers take absence as zero.
+ */
+static void pb_int(struct pb *m, uint32_t field, uint64_t v)
+{
+	if (!v)
+		return;
+	pb_key(m, field, WIRE_VARINT);
+	pb_varint(m, v);
+}
+
+static void pb_bytes(struct pb *m, uint32_t field, const void *data, size_t n)
+{
+	pb_key(m, field, WIRE_LEN);
+	pb_varint(m, n);
+	pb_raw(m, data, n);
+}
+
+static void pb_msg(struct pb *m, uint32_t field, const struct pb *sub)
+{
+	pb_bytes(m, field, sub->b, sub->len);
+}
+
+/* A packed repeated integer field: one key and length, then the varints back to back. */
+static void pb_packed(struct pb *m, uint32_t field, const uint64_t *v, size_t n)
+{
+	uint8_t buf[10];
+	size_t len = 0;
+
+	if (!n)
+		return;
+	for (size_t i = 0; i < n; i++)
+		len += varint(buf, v[i]);
+	pb_key(m, field, WIRE_LEN);
+	pb_varint(m, len);
+	for (size_t i = 0; i < n; i++)
+		pb_varint(m, v[i]);
+}
+
+/* ---- the gzip stream ---- */
+
+/*
+ * Top-level fields are encoded one at a time and deflated straight to the
+ * file, so only the largest single message is ever held in memory.
+ */
+struct gz {
+	z_stream zs;
+	gz_header head;         /* must outlive the first deflate() call */
+	FILE *out;
+	int err;                /* the first error, a negative errno; 0 so far */
+	uint8_t buf[1 << 16];
+};
+
+static int gz_open(struct gz *z, FILE *out)
+{
+	int ret;
+
+	memset(z, 0, sizeof(*z));
+	z->out = out;
+	/* windowBits 15 + 16 asks for a gzip wrapper */
+	ret = deflateInit2(&z->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
+	if (ret != Z_OK)
+		return ret == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
+	/* mtime 0 and no file name: the same profile gives the same bytes */
+	z->head.time = 0;
+	z->head.os = 3;	/* Unix, as gzip(1) writes */
+	if (deflateSetHeader(&z->zs, &z->head) != Z_OK) {
+		deflateEnd(&z->zs);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Runs deflate over the pending input with FLUSH, writing whatever it produces. */
+static void gz_deflate(struct gz *z, int flush)
+{
+	int ret;
+
+	do {
+		size_t n;
+
+		z->zs.next_out = z->buf;
+		z->zs.avail_out = sizeof(z->buf);
+		ret = deflate(&z->zs, flush);
+		if (ret == Z_STREAM_ERROR) {
+			z->err = -EINVAL;
+			return;
+		}
+		n = sizeof(z->buf) - z->zs.avail_out;
+		if (n && fwrite(z->buf, 1, n, z->out) != n) {
+			z->err = -EIO;
+			return;
+		}
+	} while (z->zs.avail_out == 0 || (flush == Z_FINISH && ret != Z_STREAM_END));
+}
+
+static void gz_put(struct gz *z, const void *data, size_t n)
+{
+	const uint8_t *p = data;
+
+	/* avail_in is an unsigned int: feed huge messages in pieces */
+	while (n && !z->err) {
+		size_t chunk = n < (1u << 30) ? n : (1u << 30);
+
+		z->zs.next_in = (Bytef *)p;
+		z->zs.avail_in = (uInt)chunk;
+		gz_deflate(z, Z_NO_FLUSH);
+		p += chunk;
+		n -= chunk;
+	}
+}
+
+/* Writes MSG as top-level field FIELD of the Profile, and empties it for the next one. */
+static void gz_field(struct gz *z, uint32_t field, struct pb *msg)
+{
+	uint8_t head[20];
+	size_t n = varint(head, (uint64_t)field << 3 | WIRE_LEN);
+
+	n += varint(head + n, msg->len);
+	gz_put(z, head, n);
+	gz_put(z, msg->b, msg->len);
+	msg->len = 0;
+}
+
+/* Writes integer field FIELD of the Profile (left out when zero, as in pb_int). */
+static void gz_int(struct gz *z, uint32_t field, uint64_t v)
+{
+	uint8_t buf[20];
+	size_t n;
+
+	if (!v)
+		return;
+	n = varint(buf, (uint64_t)field << 3 | WIRE_VARINT);
+	n += varint(buf + n, v);
+	gz_put(z, buf, n);
+}
+
+/* Ends the stream; returns the first error or 0. */
+static int gz_close(struct gz *z)
+{
+	if (!z->err)
+		gz_deflate(z, Z_FINISH);
+	deflateEnd(&z->zs);
+	return z->err;
+}
+
+/* ---- the tables ---- */
+
+/* A Mapping: one per module, over a made-up address range. */
+struct mapping {
+	uint32_t module;        /* string index of the module name */
+	uint64_t start, limit;  /* synthetic addresses [start, limit), one per location */
+	uint64_t next;          /* the address the next location of this module gets */
+	bool has_filenames, has_line_numbers;
+};
+
+/* A pprof Sample: the kept samples of one stack node in one thread. */
+struct agg {
+	uint32_t stack, thread;
+	uint64_t n, ns;         /* samples, their summed weight */
+};
+
+struct pprof {
+	const struct profile *p;
+	/* the string table; [0] is "" as profile.proto requires */
+	const char **str;
+	size_t nr_str, alloc_str;
+	struct idx str_idx;
+	struct mapping *maps;   /* the main binary's first; Mapping id = index + 1 */
+	size_t nr_maps, alloc_maps;
+	uint32_t *func_id;      /* per profile function: Function id, 0 when unused */
+	uint32_t *func_map;     /* per profile function: index into maps */
+	uint32_t *loc_id;       /* per profile location: Location id, 0 when unused */
+	uint64_t *loc_addr;     /* per profile location: its synthetic address */
+	struct agg *samples;    /* sorted by (stack, thread), each pair once */
+	size_t nr_samples;
+};
+
+/* The string table index of S, added on first use (S stays the profile's). */
+static uint32_t intern(struct pprof *pp, const char *s)
+{
+	uint64_t h = hash_str(s, 0);
+	size_t pos = 0;
+	uint32_t id;
+
+	while ((id = idx_next(&pp->str_idx, h, &pos)) != IDX_NONE)
+		if (!strcmp(pp->str[id], s))
+			return id;
+	ALLOC_GROW(pp->str, pp->nr_str + 1, pp->alloc_str);
+	id = pp->nr_str++;
+	pp->str[id] = s;
+	idx_insert(&pp->str_idx, h, id);
+	return id;
+}
+
+/* The index into maps of MODULE's Mapping, added on first use. */
+static uint32_t mapping_of(struct pprof *pp, const char *module)
+{
+	uint32_t s = intern(pp, module ? module : "");
+
+	for (size_t i = 0; i < pp->nr_maps; i++)	/* a profile has a few dozen modules */
+		if (pp->maps[i].module == s)
+			return i;
+	ALLOC_GROW(pp->maps, pp->nr_maps + 1, pp->alloc_maps);
+	memset(&pp->maps[pp->nr_maps], 0, sizeof(*pp->maps));
+	pp->maps[pp->nr_maps].module = s;
+	return pp->nr_maps++;
+}
+
+static int agg_cmp(const void *a, const void *b)
+{
+	const struct agg *x = a, *y = b;
+
+	if (x->stack != y->stack)
+		return x->stack < y->stack ? -1 : 1;
+	return x->thread < y->thread ? -1 : x->thread > y->thread;
+}
+
+/* One entry per (stack node, thread) of the kept samples, in a fixed order. */
+static void aggregate(struct pprof *pp, const bool *keep)
+{
+	const struct profile *p = pp->p;
+	struct agg *a = xmalloc(st_mult(p->nr_samples + 1, sizeof(*a)));
+	size_t n = 0, out = 0;
+
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (keep[i])
+			a[n++] = (struct agg){ p->samples[i].stack, p->samples[i].thread, 1,
+					       p->samples[i].weight_ns };
+	QSORT(a, n, agg_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (out && !agg_cmp(&a[out - 1], &a[i])) {
+			a[out - 1].n += a[i].n;
+			a[out - 1].ns += a[i].ns;
+		} else {
+			a[out++] = a[i];
+		}
+	}
+	pp->samples = a;
+	pp->nr_samples = out;
+}
+
+/*
+ * Numbers the locations and functions the kept stacks reach, in profile
+ * order, and lays out one Mapping per module. Stacks are a prefix tree, so
+ * a walk stops at the first node an earlier stack already went through.
+ */
+static void number_tables(struct pprof *pp)
+{
+	const struct profile *p = pp->p;
+	bool *seen = xcalloc(p->nr_stacks + 1, 1);
+	uint32_t nr_funcs = 0, nr_locs = 0;
+	uint64_t addr;
+
+	pp->func_id = xcalloc(p->nr_funcs + 1, sizeof(*pp->func_id));
+	pp->func_map = xcalloc(p->nr_funcs + 1, sizeof(*pp->func_map));
+	pp->loc_id = xcalloc(p->nr_locs + 1, sizeof(*pp->loc_id));
+	pp->loc_addr = xcalloc(p->nr_locs + 1, sizeof(*pp->loc_addr));
+	for (size_t i = 0; i < pp->nr_samples; i++) {
+		for (uint32_t s = pp->samples[i].stack; s != PROFILE_NONE && !seen[s];
+		     s = p->stacks[s].parent) {
+			seen[s] = true;
+			pp->loc_id[p->stacks[s].loc] = 1;
+			pp->func_id[p->locs[p->stacks[s].loc].func] = 1;
+		}
+	}
+	free(seen);
+
+	/* pprof takes the first Mapping for the main binary ("File:" in its reports) */
+	for (size_t f = 0; f < p->nr_funcs; f++) {
+		if (pp->func_id[f] && !strcmp(p->funcs[f].name, "main")) {
+			mapping_of(pp, p->funcs[f].module);
+			break;
+		}
+	}
+	for (size_t f = 0; f < p->nr_funcs; f++) {
+		if (!pp->func_id[f])
+			continue;
+		pp->func_id[f] = ++nr_funcs;
+		pp->func_map[f] = mapping_of(pp, p->funcs[f].module);
+		intern(pp, p->funcs[f].name);
+		intern(pp, p->funcs[f].file ? p->funcs[f].file : "");
+	}
+
+	/*
+	 * We keep no addresses, but pprof wants each Location inside its
+	 * Mapping's range: give each module a run of consecutive made-up
+	 * addresses, one per location, the runs side by side from 1 up.
+	 */
+	for (size_t l = 0; l < p->nr_locs; l++) {
+		struct mapping *m;
+
+		if (!pp->loc_id[l])
+			continue;
+		pp->loc_id[l] = ++nr_locs;
+		m = &pp->maps[pp->func_map[p->locs[l].func]];
+		m->limit++;	/* counts the module's locations for now */
+		m->has_filenames |= p->funcs[p->locs[l].func].file != NULL;
+		m->has_line_numbers |= p->locs[l].line != 0;
+	}
+	addr = 1;
+	for (size_t i = 0; i < pp->nr_maps; i++) {
+		struct mapping *m = &pp->maps[i];
+
+		m->start = m->next = addr;
+		addr += m->limit;
+		m->limit = addr;
+	}
+	for (size_t l = 0; l < p->nr_locs; l++)
+		if (pp->loc_id[l])
+			pp->loc_addr[l] = pp->maps[pp->func_map[p->locs[l].func]].next++;
+}
+
+/* ---- writing ---- */
+
+static void put_value_type(struct gz *z, struct pb *m, uint32_t field, uint32_t type, uint32_t unit)
+{
+	pb_int(m, PB_VALUE_TYPE_TYPE, type);
+	pb_int(m, PB_VALUE_TYPE_UNIT, unit);
+	gz_field(z, field, m);
+}
+
+static void put_label(struct pb *m, struct pb *sub, uint32_t key, uint32_t str, int64_t num)
+{
+	pb_int(sub, PB_LABEL_KEY, key);
+	pb_int(sub, PB_LABEL_STR, str);
+	pb_int(sub, PB_LABEL_NUM, (uint64_t)num);	/* int64: two's complement, as protobuf does */
+	pb_msg(m, PB_SAMPLE_LABEL, sub);
+	sub->len = 0;
+}
+
+static void put_samples(struct pprof *pp, struct gz *z, struct pb *m, struct pb *sub)
+{
+	const struct profile *p = pp->p;
+	uint32_t k_thread = intern(pp, "thread"), k_pid = intern(pp, "pid"), k_tid = intern(pp, "tid");
+	uint64_t *ids = NULL;
+	size_t alloc_ids = 0;
+
+	for (size_t i = 0; i < pp->nr_samples; i++) {
+		const struct agg *a = &pp->samples[i];
+		const struct profile_thread *th = &p->threads[a->thread];
+		uint64_t values[2] = { a->n, a->ns };
+		size_t n = 0;
+
+		/* leaf first, as pprof lists them */
+		for (uint32_t s = a->stack; s != PROFILE_NONE; s = p->stacks[s].parent) {
+			ALLOC_GROW(ids, n + 1, alloc_ids);
+			ids[n++] = pp->loc_id[p->stacks[s].loc];
+		}
+		pb_packed(m, PB_SAMPLE_LOCATION_ID, ids, n);
+		pb_packed(m, PB_SAMPLE_VALUE, values, 2);
+		put_label(m, sub, k_thread, intern(pp, th->comm ? th->comm : ""), 0);
+		put_label(m, sub, k_pid, 0, p->procs[th->process].pid);
+		put_label(m, sub, k_tid, 0, th->tid);
+		gz_field(z, PB_PROFILE_SAMPLE, m);
+	}
+	free(ids);
+}
+
+static void put_mappings(struct pprof *pp, struct gz *z, struct pb *m)
+{
+	for (size_t i = 0; i < pp->nr_maps; i++) {
+		const struct mapping *mp = &pp->maps[i];
+
+		pb_int(m, PB_MAPPING_ID, i + 1);
+		pb_int(m, PB_MAPPING_MEMORY_START, mp->start);
+		pb_int(m, PB_MAPPING_MEMORY_LIMIT, mp->limit);
+		pb_int(m, PB_MAPPING_FILENAME, mp->module);
+		/* every Location has its function: pprof must not try to symbolize */
+		pb_int(m, PB_MAPPING_HAS_FUNCTIONS, 1);
+		pb_int(m, PB_MAPPING_HAS_FILENAMES, mp->has_filenames);
+		pb_int(m, PB_MAPPING_HAS_LINE_NUMBERS, mp->has_line_numbers);
+		gz_field(z, PB_PROFILE_MAPPING, m);
+	}
+}
+
+/* Inline frames are stack nodes of their own already, so each Location has one Line. */
+static void put_locations(struct pprof *pp, struct gz *z, struct pb *m, struct pb *sub)
+{
+	const struct profile *p = pp->p;
+
+	for (size_t l = 0; l < p->nr_locs; l++) {
+		if (!pp->loc_id[l])
+			continue;
+		pb_int(m, PB_LOCATION_ID, pp->loc_id[l]);
+		pb_int(m, PB_LOCATION_MAPPING_ID, pp->func_map[p->locs[l].func] + 1);
+		pb_int(m, PB_LOCATION_ADDRESS, pp->loc_addr[l]);
+		pb_int(sub, PB_LINE_FUNCTION_ID, pp->func_id[p->locs[l].func]);
+		pb_int(sub, PB_LINE_LINE, p->locs[l].line);
+		pb_msg(m, PB_LOCATION_LINE, sub);
+		sub->len = 0;
+		gz_field(z, PB_PROFILE_LOCATION, m);
+	}
+}
+
+static void put_functions(struct pprof *pp, struct gz *z, struct pb *m)
+{
+	const struct profile *p = pp->p;
+
+	for (size_t f = 0; f < p->nr_funcs; f++) {
+		const struct profile_func *fn = &p->funcs[f];
+		uint32_t name;
+
+		if (!pp->func_id[f])
+			continue;
+		name = intern(pp, fn->name);
+		pb_int(m, PB_FUNCTION_ID, pp->func_id[f]);
+		pb_int(m, PB_FUNCTION_NAME, name);
+		pb_int(m, PB_FUNCTION_SYSTEM_NAME, name);
+		pb_int(m, PB_FUNCTION_FILENAME, intern(pp, fn->file ? fn->file : ""));
+		pb_int(m, PB_FUNCTION_START_LINE, fn->line);
+		gz_field(z, PB_PROFILE_FUNCTION, m);
+	}
+}
+
+static void release(struct pprof *pp)
+{
+	free(pp->str);
+	idx_release(&pp->str_idx);
+	free(pp->maps);
+	free(pp->func_id);
+	free(pp->func_map);
+	free(pp->loc_id);
+	free(pp->loc_addr);
+	free(pp->samples);
+}
+
+/*
+ * Samples are aggregated by stack node and thread, with the thread's name
+ * and ids as labels, so pprof's -tags and -tagfocus still tell threads
+ * apart. Fields go out in field-number order, as pprof's own writer does;
+ * every string is interned before the string table is written.
+ */
+int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
+{
+	const struct profile_meta *meta = &p->meta;
+	bool wall = meta->mode && !strcmp(meta->mode, "wall");
+	struct pprof pp = { .p = p };
+	struct pb m = { 0 }, sub = { 0 };
+	uint32_t s_samples, s_count, s_time, s_ns, s_command = 0;
+	struct gz *z = xmalloc(sizeof(*z));	/* 64 KiB of buffer: not on the stack */
+	int ret;
+
+	intern(&pp, "");
+	s_samples = intern(&pp, "samples");
+	s_count = intern(&pp, "count");
+	s_time = intern(&pp, wall ? "wall" : "cpu");
+	s_ns = intern(&pp, "nanoseconds");
+	intern(&pp, "thread");
+	intern(&pp, "pid");
+	intern(&pp, "tid");
+	aggregate(&pp, keep);
+	number_tables(&pp);
+	for (size_t i = 0; i < pp.nr_samples; i++) {
+		const struct profile_thread *th = &p->threads[pp.samples[i].thread];
+
+		intern(&pp, th->comm ? th->comm : "");
+	}
+	if (meta->command)
+		s_command = intern(&pp, meta->command);
+
+	ret = gz_open(z, out);
+	if (ret < 0)
+		goto out;
+	put_value_type(z, &m, PB_PROFILE_SAMPLE_TYPE, s_samples, s_count);
+	put_value_type(z, &m, PB_PROFILE_SAMPLE_TYPE, s_time, s_ns);
+	put_samples(&pp, z, &m, &sub);
+	put_mappings(&pp, z, &m);
+	put_locations(&pp, z, &m, &sub);
+	put_functions(&pp, z, &m);
+	for (size_t i = 0; i < pp.nr_str; i++) {
+		/* protobuf strings must be UTF-8; symbol names need not be */
+		char *clean = report_utf8_clean(pp.str[i]);
+		const char *s = clean ? clean : pp.str[i];
+
+		pb_bytes(&m, PB_PROFILE_STRING_TABLE, s, strlen(s));
+		free(clean);
+		gz_put(z, m.b, m.len);
+		m.len = 0;
+	}
+	gz_int(z, PB_PROFILE_TIME_NANOS, meta->start_real_ns);
+	gz_int(z, PB_PROFILE_DURATION_NANOS, meta->duration_ns);
+	put_value_type(z, &m, PB_PROFILE_PERIOD_TYPE, s_time, s_ns);
+	gz_int(z, PB_PROFILE_PERIOD, meta->period_ns);
+	if (s_command) {
+		uint64_t c = s_command;
+
+		pb_packed(&m, PB_PROFILE_COMMENT, &c, 1);
+		gz_put(z, m.b, m.len);
+		m.len = 0;
+	}
+	gz_int(z, PB_PROFILE_DEFAULT_SAMPLE_TYPE, s_time);
+	ret = gz_close(z);
+out:
+	free(z);
+	free(m.b);
+	free(sub.b);
+	release(&pp);
+	return ret;
+}
