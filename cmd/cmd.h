@@ -4,6 +4,9 @@
 #define PROFTOOL_CMD_H
 
 #include <stdbool.h>
+#include <stdio.h>
+
+#include "base/atomic.h"
 
 /* Exit codes; `record` passes its command's status through instead. */
 enum {
@@ -33,6 +36,21 @@ bool parse_seconds(const char *s, double *out);
 
 /* Makes sure fds 0-2 are open, so that no file we open lands on them. */
 void ensure_std_fds(void);
+
+/*
+ * Where a report goes: standard output, or a file that appears whole or
+ * not at all (base/atomic.h). output_open prints its error and returns -1;
+ * output_finish takes the writer's result (0 or a negative errno), commits
+ * or drops the file, prints any error and returns the exit code.
+ */
+struct output {
+	const char *path;       /* NULL: standard output */
+	FILE *fp;
+	struct atomic_file af;
+};
+int output_open(struct output *o, const char *path);
+void output_abort(struct output *o);
+int output_finish(struct output *o, int ret);
 
 struct profile;
 /* Reads a profile, or prints why not (with what to do) and returns NULL. */

@@ -7,7 +7,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/atomic.h"
 #include "base/base.h"
 #include "cmd.h"
 #include "profile/profile.h"
@@ -90,45 +89,22 @@ static int parse_options(int argc, char **argv, struct diff_cmd_opts *o)
 static int do_diff(struct diff_cmd_opts *o)
 {
 	struct profile *base = read_profile(o->ro.base_name), *new = NULL;
-	struct atomic_file af = { 0 };
-	FILE *out = stdout;
-	int ret;
+	struct output out;
+	int ret = EXIT_FAIL;
 
-	if (!base || !(new = read_profile(o->ro.new_name))) {
-		profile_free(base);
-		return EXIT_FAIL;
-	}
+	if (!base || !(new = read_profile(o->ro.new_name)))
+		goto done;
 	if (!base->nr_samples || !new->nr_samples) {
 		error("no samples in '%s'; record a longer run or raise -F",
 		      base->nr_samples ? o->ro.new_name : o->ro.base_name);
-		profile_free(base);
-		profile_free(new);
-		return EXIT_FAIL;
+		goto done;
 	}
-	if (o->output) {
-		ret = atomic_open(&af, o->output, 0644);
-		if (ret < 0) {
-			error("cannot create '%s': %s", o->output, strerror(-ret));
-			profile_free(base);
-			profile_free(new);
-			return EXIT_FAIL;
-		}
-		out = af.fp;
-	}
-	ret = report_write_diff(out, base, new, &o->ro);
+	if (output_open(&out, o->output) == 0)
+		ret = output_finish(&out, report_write_diff(out.fp, base, new, &o->ro));
+done:
 	profile_free(base);
 	profile_free(new);
-	if (o->output) {
-		if (ret < 0)
-			atomic_abort(&af);
-		else
-			ret = atomic_commit(&af);
-	}
-	if (ret < 0) {
-		error("cannot write '%s': %s", o->output ? o->output : "the comparison", strerror(-ret));
-		return EXIT_FAIL;
-	}
-	return EXIT_OK;
+	return ret;
 }
 
 int cmd_diff(int argc, char **argv)

@@ -8,7 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/atomic.h"
 #include "base/base.h"
 #include "cmd.h"
 #include "profile/profile.h"
@@ -231,8 +230,7 @@ static struct profile *load(const struct report_cmd_opts *o)
 static int do_report(struct report_cmd_opts *o)
 {
 	struct profile *p = load(o);
-	struct atomic_file af = { 0 };
-	FILE *out = stdout;
+	struct output out;
 	int ret;
 
 	if (!p)
@@ -244,45 +242,25 @@ static int do_report(struct report_cmd_opts *o)
 		profile_free(p);
 		return EXIT_FAIL;
 	}
-	if (o->output) {
-		ret = atomic_open(&af, o->output, 0644);
-		if (ret < 0) {
-			error("cannot create '%s': %s", o->output, strerror(-ret));
-			profile_free(p);
-			return EXIT_FAIL;
-		}
-		out = af.fp;
+	if (output_open(&out, o->output) < 0) {
+		profile_free(p);
+		return EXIT_FAIL;
 	}
 	o->ro.inputs = o->inputs;
 	o->ro.nr_inputs = o->nr_inputs;
-	ret = report_write(out, p, &o->ro);
+	ret = report_write(out.fp, p, &o->ro);
 	profile_free(p);
 	if (ret == -ENOENT) {
-		atomic_abort(&af);
+		output_abort(&out);
 		error("no function matches --match '%s'; '--format table --limit 0' lists them", o->ro.match ? o->ro.match : "");
 		return EXIT_FAIL;
 	}
 	if (ret == -ENODATA) {
-		atomic_abort(&af);
+		output_abort(&out);
 		error("no samples match the --pid/--tid/--comm/--time-range filters; 'proftool report --per-thread' lists the threads");
 		return EXIT_FAIL;
 	}
-	if (!o->output && ret < 0) {
-		error("cannot write the report: %s", strerror(-ret));
-		return EXIT_FAIL;
-	}
-	if (o->output) {
-		if (ret < 0) {
-			atomic_abort(&af);
-		} else {
-			ret = atomic_commit(&af);
-		}
-		if (ret < 0) {
-			error("cannot write '%s': %s", o->output, strerror(-ret));
-			return EXIT_FAIL;
-		}
-	}
-	return ret < 0 ? EXIT_FAIL : EXIT_OK;
+	return output_finish(&out, ret);
 }
 
 int cmd_report(int argc, char **argv)

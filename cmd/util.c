@@ -8,8 +8,10 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
+#include "base/atomic.h"
 #include "profile/profile.h"
 
 void error(const char *fmt, ...)
@@ -107,4 +109,43 @@ struct profile *read_profile(const char *path)
 	if (!p)
 		error("cannot read '%s': %s%s", path, err, read_hint(errno));
 	return p;
+}
+
+int output_open(struct output *o, const char *path)
+{
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	o->path = path;
+	o->fp = stdout;
+	if (!path)
+		return 0;
+	ret = atomic_open(&o->af, path, 0644);
+	if (ret < 0) {
+		error("cannot create '%s': %s", path, strerror(-ret));
+		return -1;
+	}
+	o->fp = o->af.fp;
+	return 0;
+}
+
+void output_abort(struct output *o)
+{
+	atomic_abort(&o->af);
+}
+
+int output_finish(struct output *o, int ret)
+{
+	if (ret >= 0 && o->path)
+		ret = atomic_commit(&o->af);
+	else if (o->path)
+		atomic_abort(&o->af);
+	if (ret < 0) {
+		if (o->path)
+			error("cannot write '%s': %s", o->path, strerror(-ret));
+		else
+			error("cannot write the output: %s", strerror(-ret));
+		return EXIT_FAIL;
+	}
+	return EXIT_OK;
 }
