@@ -25,6 +25,11 @@ WL_CXX    := $(wildcard tests/workloads/*.cc)
 WL_BINS   := $(WL_SRCS:tests/workloads/%.c=$(O)/workloads/%) \
              $(WL_SRCS:tests/workloads/%.c=$(O)/workloads-nofp/%) \
              $(WL_CXX:tests/workloads/%.cc=$(O)/workloads/%)
+# --- shared libraries a workload dlopens (tests/workloads/lib/NAME.c -> workloads/libNAME.so)
+WL_LIB_SRCS := $(wildcard tests/workloads/lib/*.c)
+WL_BINS   += $(WL_LIB_SRCS:tests/workloads/lib/%.c=$(O)/workloads/lib%.so) \
+             $(WL_LIB_SRCS:tests/workloads/lib/%.c=$(O)/workloads-nofp/lib%.so)
+# --- end of workload libraries
 WL_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread -Wall -Wextra -Werror
 # ... and again the way distributions build: -O2 without frame pointers (the DWARF tests)
 WL_NOFP   := -std=gnu11 -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra -Werror
@@ -32,7 +37,7 @@ WL_NOFP   := -std=gnu11 -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra -Werr
 BATS      ?= bats
 export LC_ALL := C
 
-.PHONY: all deps deps-check consumers check unit bats lint asan demo bench clean
+.PHONY: all deps deps-check consumers check unit bats lint asan demo bench longrun clean
 .DELETE_ON_ERROR:
 
 all: $(O)/proftool
@@ -54,6 +59,14 @@ $(O)/tests/unit/%: tests/unit/%.c $(O)/libproftool.a
 $(O)/workloads/%: tests/workloads/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_CFLAGS) -o $@ $<
+
+$(O)/workloads/lib%.so: tests/workloads/lib/%.c tests/workloads/work.h
+	@mkdir -p $(dir $@)
+	$(CC) $(WL_CFLAGS) -fPIC -shared -o $@ $<
+
+$(O)/workloads-nofp/lib%.so: tests/workloads/lib/%.c tests/workloads/work.h
+	@mkdir -p $(dir $@)
+	$(CC) $(WL_NOFP) -fPIC -shared -o $@ $<
 
 $(O)/workloads-nofp/%: tests/workloads/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)
@@ -114,6 +127,10 @@ bench: deps
 	@scripts/deps.sh bench
 	$(MAKE) all $(WL_BINS)
 	bench/run.sh
+
+# proftool's memory over a 10-minute recording (DURATION=SEC for another length); by hand only
+longrun: all $(O)/workloads/spinners
+	O=$(O) bench/longrun.sh $(DURATION)
 
 clean:
 	rm -rf build build-asan

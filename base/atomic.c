@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,17 +12,42 @@
 
 #include "base.h"
 
+/*
+ * Whether the entry PATH (lstat'ed into LST) was put in a sticky,
+ * world-writable directory such as /tmp by another user: a link or a FIFO
+ * there must not be written through, or whoever made it chooses where the
+ * profile goes (a device, a pipe they read). These are the kernel's
+ * fs.protected_symlinks and fs.protected_fifos rules, applied whatever
+ * those sysctls say (they are off on some systems).
+ */
+static bool planted(const char *path, size_t dirlen, const struct stat *lst)
+{
+	char *dir = xmalloc(dirlen + 2);
+	struct stat dst;
+	bool ret = false;
+
+	/* "dir/" with its slash, or "." */
+	memcpy(dir, dirlen ? path : ".", dirlen ? dirlen : 1);
+	dir[dirlen ? dirlen : 1] = '\0';
+	if (stat(dir, &dst) == 0 && (dst.st_mode & (S_ISVTX | S_IWOTH)) == (S_ISVTX | S_IWOTH))
+		ret = lst->st_uid != geteuid() && lst->st_uid != dst.st_uid;
+	free(dir);
+	return ret;
+}
+
 int atomic_open(struct atomic_file *af, const char *path, mode_t mode)
 {
 	const char *slash = strrchr(path, '/');
 	size_t dirlen = slash ? (size_t)(slash - path) + 1 : 0;
 	size_t n = strlen(path) + 16;
 	mode_t mask;
-	struct stat st;
+	struct stat st, lst;
 	int fd;
 
 	memset(af, 0, sizeof(*af));
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+	/* anything else planted there is replaced by the rename, as a regular file would be */
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) &&
+	    !(lstat(path, &lst) == 0 && planted(path, dirlen, &lst))) {
 		fd = open(path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
 		if (fd < 0)
 			return -errno;

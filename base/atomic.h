@@ -14,7 +14,9 @@
  *
  * A PATH that exists and is not a regular file (/dev/null, a FIFO, a
  * terminal) is written in place instead: renaming over a device would
- * replace it, and a stream has nothing to keep whole.
+ * replace it, and a stream has nothing to keep whole. Not when another
+ * user put it (or the link to it) in a sticky world-writable directory
+ * like /tmp: that is replaced like a regular file, never written through.
  */
 struct atomic_file {
 	char *path;

@@ -3,10 +3,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -118,6 +120,25 @@ static bool wait_stopped(pid_t pid, const pid_t *tids, size_t nr)
 	return false;
 }
 
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38          /* Linux 5.8 */
+#endif
+
+/* Whether capability CAP is in our effective set. */
+static bool have_cap(int cap)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	bool found = false;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	if (f)
+		fclose(f);
+	return found && cap < 64 && (eff >> cap & 1);
+}
+
 /*
  * Checks PID before touching it, so that each refusal has its own message;
  * the kernel's own check (perf_event_open) still has the last word.
@@ -125,9 +146,11 @@ static bool wait_stopped(pid_t pid, const pid_t *tids, size_t nr)
 static int check_target(pid_t pid)
 {
 	unsigned long flags = 0;
-	char st = proc_task_state(pid, pid, &flags);
+	char state = proc_task_state(pid, pid, &flags), path[64];
+	struct stat st;
 
-	if (!st || st == 'Z' || st == 'X') {
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (!state || state == 'Z' || state == 'X') {
 		error("no such process %d; 'ps' lists the running ones", (int)pid);
 		return EXIT_FAIL;
 	}
@@ -142,6 +165,19 @@ static int check_target(pid_t pid)
 	if (kill(pid, 0) < 0 && errno == EPERM) {
 		error("not allowed to profile process %d of another user; run as its owner or as root "
 		      "(CAP_PERFMON), and check kernel.perf_event_paranoid and kernel.yama.ptrace_scope", (int)pid);
+		return EXIT_FAIL;
+	}
+	/*
+	 * Without CAP_PERFMON or CAP_SYS_PTRACE, the kernel lets a user profile
+	 * only processes that run with exactly their credentials and are
+	 * dumpable (ptrace_may_access); /proc shows those as theirs, and a
+	 * setuid or non-dumpable one as root's. Said here, not as a
+	 * perf_event_paranoid hint followed by a ptrace fallback that fails too.
+	 */
+	if (!have_cap(CAP_PERFMON) && !have_cap(CAP_SYS_PTRACE) && stat(path, &st) == 0 &&
+	    st.st_uid != getuid()) {
+		error("not allowed to profile process %d: it runs with privileges you do not have "
+		      "(a setuid program, or one that made itself non-dumpable); run as root (CAP_PERFMON)", (int)pid);
 		return EXIT_FAIL;
 	}
 	return 0;

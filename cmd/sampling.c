@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,8 +130,20 @@ int sampling_validate(const struct sampling_opts *o, const char *command)
 int sampling_check_output(const struct sampling_opts *o)
 {
 	struct atomic_file af;
-	int ret = atomic_open(&af, o->output, 0644);
+	struct stat st;
+	int ret;
 
+	/*
+	 * Opening a FIFO to try it would wait for a reader, then close on it:
+	 * the reader takes that for the end and is gone when the profile comes.
+	 */
+	if (stat(o->output, &st) == 0 && S_ISFIFO(st.st_mode)) {
+		if (access(o->output, W_OK) == 0)
+			return 0;
+		error("cannot create '%s': %s", o->output, strerror(errno));
+		return EXIT_FAIL;
+	}
+	ret = atomic_open(&af, o->output, 0644);
 	if (ret < 0) {
 		error("cannot create '%s': %s", o->output, strerror(-ret));
 		return EXIT_FAIL;

@@ -213,16 +213,29 @@ static void setup_attr(struct perf_sampler *s)
 static void describe_open_error(int e, const struct sampler_opts *o, char *err, size_t errlen)
 {
 	long paranoid = sampler_read_long("/proc/sys/kernel/perf_event_paranoid", -100);
+	long max_rate = sampler_read_long("/proc/sys/kernel/perf_event_max_sample_rate", -1);
 
 	if ((e == ENOENT || e == EOPNOTSUPP || e == ENODEV) &&
 	    (o->event == SAMPLER_EVENT_CYCLES || o->event == SAMPLER_EVENT_INSTRUCTIONS))
 		errbuf_set(err, errlen,
 				"hardware counters are not available on this machine; use -e cpu-clock");
-	else if (e == EACCES || e == EPERM)
+	else if ((e == EACCES || e == EPERM) && (paranoid > 2 || paranoid == -100))
 		errbuf_set(err, errlen,
 				"perf_event_open was denied (kernel.perf_event_paranoid is %ld); "
 				"run as root, grant CAP_PERFMON, or lower it with "
 				"'sysctl kernel.perf_event_paranoid=2'", paranoid);
+	else if (e == EACCES || e == EPERM)
+		/* the setting allows it: the target's credentials or a security module refused */
+		errbuf_set(err, errlen,
+				"perf_event_open was denied although kernel.perf_event_paranoid is %ld "
+				"(a process with other privileges, or a security module); run as root or "
+				"grant CAP_PERFMON", paranoid);
+	else if (e == EINVAL && o->freq > (unsigned long)max_rate && max_rate > 0)
+		/* the kernel lowers it by itself when sampling interrupts take too long */
+		errbuf_set(err, errlen,
+				"%u samples a second is above kernel.perf_event_max_sample_rate (%ld now); "
+				"use -F %ld or less, or raise it with 'sysctl kernel.perf_event_max_sample_rate=%u'",
+				o->freq, max_rate, max_rate, o->freq);
 	else if (e == ENOSYS)
 		errbuf_set(err, errlen,
 				"perf_event_open is not available (blocked by a seccomp filter or not built into the kernel); "

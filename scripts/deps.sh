@@ -9,7 +9,7 @@ want="gcc g++ make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev"
 case "${1:-build}" in
 check)
 	# the real consumers of the export formats: go tool pprof, a browser, npm for speedscope
-	want="$want bats procps libc6-dbg groff-base man-db python3 bsdutils golang-go chromium fonts-dejavu-core"
+	want="$want bats procps libc6-dbg groff-base man-db python3 bsdutils strace golang-go chromium fonts-dejavu-core"
 	command -v npm >/dev/null 2>&1 || want="$want nodejs npm"
 	;;
 bench) want="$want bats procps libc6-dbg linux-perf" ;;

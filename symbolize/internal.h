@@ -103,7 +103,16 @@ enum sym_stop {
 
 struct sym_unwinder;
 
+/*
+ * An unwinder is reference-counted: a forked process, whose address space is
+ * its parent's, shares the parent's until either one's mappings change (the
+ * one that changed then takes a new one). Unwinding itself reads nothing of
+ * the process but the sample, so any thread of any sharer may use it.
+ * sym_unwinder_free() drops one reference.
+ */
 struct sym_unwinder *sym_unwinder_new(void);
+struct sym_unwinder *sym_unwinder_ref(struct sym_unwinder *u);
+bool sym_unwinder_shared(const struct sym_unwinder *u);
 void sym_unwinder_free(struct sym_unwinder *u);
 
 /*

@@ -53,8 +53,10 @@ struct proc {
 	struct aspace as;
 	uint64_t as_gen;        /* bumped by every mapping change */
 	uint64_t as_cut_gen;    /* bumped when a change removed or cut a mapping */
-	struct sym_unwinder *uw;/* created at the first sample with a stack copy */
+	struct sym_unwinder *uw;/* created at the first sample with a stack copy, or the
+				   parent's shared at fork; dropped when the process ends */
 	uint64_t uw_gen, uw_cut_gen; /* what the unwinder last saw */
+	uint32_t nr_live;       /* threads seen and not yet exited */
 };
 
 /* An address inside a module: a file offset, or an absolute address for special modules. */
@@ -198,11 +200,17 @@ static char *read_cmdline(int32_t pid)
 	return xstrdup(buf);
 }
 
+/*
+ * A new process incarnation; a forked one starts with a copy of the address
+ * space of FROM (a proc id, IDX_NONE for none). An id, not a pointer: growing
+ * the array moves the parent.
+ */
 static uint32_t new_proc(struct sym_session *ss, int32_t pid, int32_t ppid, const char *comm,
-			 const struct aspace *copy)
+			 uint32_t from)
 {
 	char *cmdline = read_cmdline(pid);
 	uint32_t out = profile_add_process(ss->prof, pid, ppid, comm, cmdline);
+	const struct aspace *copy;
 	struct proc *pr;
 
 	free(cmdline);
@@ -211,6 +219,7 @@ static uint32_t new_proc(struct sym_session *ss, int32_t pid, int32_t ppid, cons
 	memset(pr, 0, sizeof(*pr));
 	pr->pid = pid;
 	pr->out = out;
+	copy = from == IDX_NONE ? NULL : &ss->procs[from].as;
 	if (copy && copy->nr) {
 		pr->as.maps = xmalloc(st_mult(copy->nr, sizeof(*copy->maps)));
 		memcpy(pr->as.maps, copy->maps, copy->nr * sizeof(*copy->maps));
@@ -225,6 +234,7 @@ static uint32_t new_thread(struct sym_session *ss, int32_t tid, uint32_t proc, c
 {
 	uint32_t t = profile_add_thread(ss->prof, tid, ss->procs[proc].out, comm);
 
+	ss->procs[proc].nr_live++;
 	idx_insert(&ss->tid_idx, hash_u64((uint32_t)tid), t);
 	return t;
 }
@@ -238,7 +248,7 @@ static uint32_t get_thread(struct sym_session *ss, int32_t pid, int32_t tid, con
 		return t;
 	proc = find_proc(ss, pid);
 	if (proc == IDX_NONE)
-		proc = new_proc(ss, pid, 0, comm, NULL);
+		proc = new_proc(ss, pid, 0, comm, IDX_NONE);
 	return new_thread(ss, tid, proc, comm ? comm : ss->prof->procs[ss->procs[proc].out].comm);
 }
 
@@ -248,6 +258,20 @@ static struct proc *proc_of_thread(struct sym_session *ss, uint32_t t)
 	uint32_t proc = find_proc(ss, ss->prof->procs[out].pid);
 
 	return proc == IDX_NONE ? NULL : &ss->procs[proc];
+}
+
+/* Whether PR's unwinder has seen every change to PR's mappings. */
+static bool unwinder_current(const struct proc *pr)
+{
+	return pr->uw && pr->as_gen && pr->uw_gen == pr->as_gen && pr->uw_cut_gen == pr->as_cut_gen;
+}
+
+/* Frees (or stops sharing) PR's unwinder; the next sample with a stack builds a new one. */
+static void drop_unwinder(struct proc *pr)
+{
+	sym_unwinder_free(pr->uw);
+	pr->uw = NULL;
+	pr->uw_gen = pr->uw_cut_gen = 0;
 }
 
 static void set_comm(char **dst, const char *comm)
@@ -264,7 +288,11 @@ static void on_comm(struct sym_session *ss, const struct sampler_rec *r)
 		/* a new program: new process incarnation and address space, same pid */
 		uint32_t old = find_proc(ss, r->pid);
 		int32_t ppid = old == IDX_NONE ? 0 : ss->prof->procs[ss->procs[old].out].ppid;
-		uint32_t proc = new_proc(ss, r->pid, ppid, r->comm.comm, NULL);
+		uint32_t proc = new_proc(ss, r->pid, ppid, r->comm.comm, IDX_NONE);
+
+		/* the old program's unwinder is no use any more: free its memory now */
+		if (old != IDX_NONE)
+			drop_unwinder(&ss->procs[old]);
 
 		new_thread(ss, r->tid, proc, r->comm.comm);
 		return;
@@ -283,21 +311,45 @@ static void on_fork(struct sym_session *ss, const struct sampler_rec *r)
 {
 	uint32_t parent_t = find_thread(ss, r->fork.ptid);
 	const char *comm = parent_t == IDX_NONE ? NULL : ss->prof->threads[parent_t].comm;
-	uint32_t proc;
+	uint32_t proc, parent;
 
 	if (r->pid == r->fork.ppid) {
 		/* a new thread: it inherits its creator's name */
 		proc = find_proc(ss, r->pid);
 		if (proc == IDX_NONE)
-			proc = new_proc(ss, r->pid, 0, comm, NULL);
+			proc = new_proc(ss, r->pid, 0, comm, IDX_NONE);
 		new_thread(ss, r->tid, proc, comm);
 		return;
 	}
 	/* a new process: a copy of its parent's address space */
-	proc = find_proc(ss, r->fork.ppid);
-	proc = new_proc(ss, r->pid, r->fork.ppid, comm,
-			proc == IDX_NONE ? NULL : &ss->procs[proc].as);
+	parent = find_proc(ss, r->fork.ppid);
+	proc = new_proc(ss, r->pid, r->fork.ppid, comm, parent);
 	new_thread(ss, r->tid, proc, comm);
+	/*
+	 * and its unwinder, while the parent's is up to date: building one per
+	 * child (libdwfl parsing libc's CFI again) made bursts of forks lose
+	 * most of their samples to full ring buffers
+	 */
+	if (parent != IDX_NONE && unwinder_current(&ss->procs[parent])) {
+		struct proc *pp = &ss->procs[parent], *pc = &ss->procs[proc];
+
+		pc->uw = sym_unwinder_ref(pp->uw);
+		pc->uw_gen = pc->as_gen;
+		pc->uw_cut_gen = pc->as_cut_gen;
+	}
+}
+
+static void on_exit_rec(struct sym_session *ss, const struct sampler_rec *r)
+{
+	uint32_t t = find_thread(ss, r->tid);
+	struct proc *pr;
+
+	if (t == IDX_NONE || ss->prof->procs[ss->prof->threads[t].process].pid != r->pid)
+		return;
+	pr = proc_of_thread(ss, t);
+	/* a process that has ended takes no more samples: its unwinder can go */
+	if (pr && pr->nr_live && !--pr->nr_live)
+		drop_unwinder(pr);
 }
 
 /* ---- address spaces ---- */
@@ -559,10 +611,13 @@ static struct sym_unwinder *unwinder_for(struct sym_session *ss, struct proc *pr
 {
 	size_t n = 0;
 
+	if (unwinder_current(pr))
+		return pr->uw;
+	/* shared with a process whose mappings did not change: leave it that one */
+	if (pr->uw && sym_unwinder_shared(pr->uw))
+		drop_unwinder(pr);
 	if (!pr->uw)
 		pr->uw = sym_unwinder_new();
-	if (pr->uw_gen == pr->as_gen && pr->uw_cut_gen == pr->as_cut_gen && pr->as_gen)
-		return pr->uw;
 	ALLOC_GROW(ss->maps, pr->as.nr + 1, ss->alloc_maps);
 	for (size_t i = 0; i < pr->as.nr; i++) {
 		const struct map *m = &pr->as.maps[i];
@@ -661,6 +716,7 @@ int sym_session_add(struct sym_session *ss, const struct sampler_rec *r)
 		ss->prof->meta.lost += r->lost.count;
 		break;
 	case SAMPLER_REC_EXIT:
+		on_exit_rec(ss, r);
 		break;
 	}
 	return 0;
@@ -684,7 +740,7 @@ int sym_session_add_existing(struct sym_session *ss, int32_t pid, int32_t tid)
 		new_thread(ss, tid, proc, comm);
 		return 0;
 	}
-	proc = new_proc(ss, pid, 0, comm, NULL);
+	proc = new_proc(ss, pid, 0, comm, IDX_NONE);
 	new_thread(ss, tid, proc, comm);
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	f = fopen(path, "re");

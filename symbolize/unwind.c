@@ -13,6 +13,17 @@
 #include "base/base.h"
 
 /*
+ * One load of a module: its id and where its file offset 0 would be. A
+ * library unloaded and loaded again elsewhere is a second load, to be
+ * reported again (perf sends no munmap, so the old one stays until
+ * something maps over it).
+ */
+struct loaded {
+	uint32_t module;
+	uint64_t base;          /* start - pgoff of a mapping */
+};
+
+/*
  * libdwfl lets dwfl_attach_state() run once per Dwfl and keeps its ARG
  * pointer, so the unwinder is that stable ARG: each sample's registers and
  * stack copy are swapped in behind it and the Dwfl, with its CFI, symbol
@@ -20,9 +31,10 @@
  * ../shared/DESIGN-NOTES.md: a Dwfl per sample is what made perf slow).
  */
 struct sym_unwinder {
+	unsigned refs;          /* address spaces using it: forked processes share it */
 	Dwfl *dwfl;
 	bool attached;
-	uint32_t *reported;     /* module ids reported to dwfl, sorted */
+	struct loaded *reported;/* loads reported to dwfl, sorted */
 	size_t nr_reported, alloc_reported;
 
 	/* the sample being unwound */
@@ -110,28 +122,50 @@ static const Dwfl_Thread_Callbacks thread_callbacks = {
 
 struct sym_unwinder *sym_unwinder_new(void)
 {
-	return xcalloc(1, sizeof(struct sym_unwinder));
+	struct sym_unwinder *u = xcalloc(1, sizeof(*u));
+
+	u->refs = 1;
+	return u;
+}
+
+struct sym_unwinder *sym_unwinder_ref(struct sym_unwinder *u)
+{
+	u->refs++;
+	return u;
+}
+
+bool sym_unwinder_shared(const struct sym_unwinder *u)
+{
+	return u->refs > 1;
 }
 
 void sym_unwinder_free(struct sym_unwinder *u)
 {
-	if (!u)
+	if (!u || --u->refs)
 		return;
 	dwfl_end(u->dwfl);
 	free(u->reported);
 	free(u);
 }
 
-static bool was_reported(const struct sym_unwinder *u, uint32_t module)
+static int loaded_cmp(const struct loaded *a, const struct loaded *b)
+{
+	if (a->module != b->module)
+		return a->module < b->module ? -1 : 1;
+	return a->base < b->base ? -1 : a->base > b->base;
+}
+
+static bool was_reported(const struct sym_unwinder *u, const struct loaded *l)
 {
 	size_t lo = 0, hi = u->nr_reported;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
+		int c = loaded_cmp(&u->reported[mid], l);
 
-		if (u->reported[mid] == module)
+		if (!c)
 			return true;
-		if (u->reported[mid] < module)
+		if (c < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
@@ -139,16 +173,16 @@ static bool was_reported(const struct sym_unwinder *u, uint32_t module)
 	return false;
 }
 
-static void mark_reported(struct sym_unwinder *u, uint32_t module)
+static void mark_reported(struct sym_unwinder *u, const struct loaded *l)
 {
 	size_t i = u->nr_reported;
 
 	ALLOC_GROW(u->reported, u->nr_reported + 1, u->alloc_reported);
-	while (i > 0 && u->reported[i - 1] > module) {
+	while (i > 0 && loaded_cmp(&u->reported[i - 1], l) > 0) {
 		u->reported[i] = u->reported[i - 1];
 		i--;
 	}
-	u->reported[i] = module;
+	u->reported[i] = *l;
 	u->nr_reported++;
 }
 
@@ -160,12 +194,13 @@ static void mark_reported(struct sym_unwinder *u, uint32_t module)
  */
 static void report(struct sym_unwinder *u, const struct sym_mapping *m)
 {
+	struct loaded l = { m->module, m->start - m->pgoff };
 	uint64_t bias;
 	int fd;
 
-	if (was_reported(u, m->module))
+	if (was_reported(u, &l))
 		return;
-	mark_reported(u, m->module);     /* tried once, even when it fails */
+	mark_reported(u, &l);           /* tried once, even when it fails */
 	fd = m->fd >= 0 ? dup(m->fd) : open(m->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
