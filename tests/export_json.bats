@@ -34,7 +34,10 @@ assert f["leaf_a"]["file"].endswith("split.c") and f["leaf_a"]["module"] == "spl
 for s in d["stacks"]:
     assert all(0 <= i < len(d["functions"]) for i in s["frames"])
 names = [d["functions"][s["frames"][-1]]["name"] for s in d["stacks"]]
-assert "leaf_a" in names and d["functions"][d["stacks"][0]["frames"][0]]["name"] == "_start"
+assert "leaf_a" in names
+# nearly every stack was unwound to the program entry, which comes first
+from_start = sum(s["samples"] for s in d["stacks"] if d["functions"][s["frames"][0]]["name"] == "_start")
+assert from_start >= 0.95 * m["samples"], (from_start, m["samples"])
 assert sum(t["samples"] for t in d["threads"]) == m["samples"]
 print(round(100.0 * f["leaf_a"]["self_samples"] / m["samples"], 1))
 ' s.json >share
