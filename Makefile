@@ -37,7 +37,7 @@ WL_NOFP   := -std=gnu11 -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra -Werr
 BATS      ?= bats
 export LC_ALL := C
 
-.PHONY: all deps deps-check consumers check unit bats lint asan demo bench longrun clean
+.PHONY: all deps deps-check consumers check unit bats leaks lint asan demo bench longrun clean fuzz
 .DELETE_ON_ERROR:
 
 all: $(O)/proftool
@@ -102,6 +102,12 @@ bats: all $(WL_BINS) $(TOOLS) consumers
 		WORKLOADS_NOFP=$(abspath $(O)/workloads-nofp) \
 		$(BATS) --tap tests/*.bats
 
+# valgrind's leak and descriptor checks of report and diff, every format (about a minute; CI runs it)
+leaks: all $(WL_BINS)
+	@scripts/deps.sh leaks
+	PROFTOOL=$(abspath $(O)/proftool) WORKLOADS=$(abspath $(O)/workloads) \
+		$(BATS) --tap tests/leaks/*.bats
+
 # Banned calls (curl's checksrc in miniature): they cannot report errors or overflow.
 lint:
 	@if grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|atol|gets)\s*\(' \
@@ -136,3 +142,58 @@ clean:
 	rm -rf build build-asan
 
 -include $(LIB_OBJS:.o=.d) $(CMD_OBJS:.o=.d)
+
+# ---- fuzz: libFuzzer targets (clang), built into build-fuzz/ ------------------
+#
+#   make fuzz [FUZZ_SECONDS=30] [FUZZ_TARGETS=fuzz_elf]   each target for N seconds
+#   make fuzz-smoke                                      about 60 s in all, for CI
+#
+# The library is compiled again by a sub-make with O=build-fuzz, clang and
+# -fsanitize=fuzzer-no-link plus ASan/UBSan, so the gcc build is untouched.
+# Seed corpora are made by fuzz/seeds.sh (profiles recorded with the gcc
+# build, copies of real ELF files), never checked in; fuzz/run.sh runs the
+# targets, keeps their corpora in build-fuzz/corpus and fails on a crash.
+FUZZ_O        := build-fuzz
+FUZZ_CC       := clang
+FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+FUZZ_SECONDS  ?= 30
+FUZZ_TARGETS  ?= $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+
+.PHONY: fuzz fuzz-smoke fuzz-build fuzz-seeds fuzz-clean
+
+fuzz: fuzz-build fuzz-seeds
+	fuzz/run.sh $(FUZZ_O) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke:
+	$(MAKE) fuzz FUZZ_SECONDS=$(shell expr 60 / $(words $(FUZZ_TARGETS)))
+
+fuzz-build:
+	@scripts/deps.sh fuzz
+	$(MAKE) O=$(FUZZ_O) CC=$(FUZZ_CC) CFLAGS="-O1 -g" \
+		SANITIZE="$(FUZZ_SANITIZE) -fsanitize=fuzzer-no-link" \
+		$(FUZZ_TARGETS:%=$(FUZZ_O)/fuzz/%)
+
+# only ever made by the sub-make above, where $(O) is build-fuzz and $(CC) clang
+$(O)/fuzz/%: fuzz/%.c $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -fsanitize=fuzzer -o $@ $< \
+		$(O)/libproftool.a $(LDLIBS)
+
+fuzz-seeds: all $(WL_BINS)
+	fuzz/seeds.sh $(O) $(FUZZ_O)/seeds
+
+# not part of clean: the corpora in build-fuzz/corpus are worth keeping
+fuzz-clean:
+	rm -rf $(FUZZ_O)
+
+# fuzz_elf's code without libFuzzer, built like everything else (gcc, into
+# $(O)), so that tests/fuzz.bats can run hostile ELF files through it
+$(O)/tests/tools/fuzz-elf: fuzz/replay.c fuzz/fuzz_elf.c $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ \
+		fuzz/replay.c fuzz/fuzz_elf.c $(O)/libproftool.a $(LDLIBS)
+
+bats: $(O)/tests/tools/fuzz-elf
+
+-include $(wildcard $(O)/fuzz/*.d)
+# ---- end of fuzz -------------------------------------------------------------

@@ -362,13 +362,15 @@ static void read_meta(struct profile *p, json_t *meta)
 	m->backend = meta_str(meta, "backend");
 	m->host = meta_str(meta, "host");
 	m->kernel = meta_str(meta, "kernel");
-	m->freq = (uint32_t)meta_u64(meta, "freq");
+	/* a frequency that does not fit reads as unknown, not as what is left after truncation */
+	m->freq = meta_u64(meta, "freq") <= UINT32_MAX ? (uint32_t)meta_u64(meta, "freq") : 0;
 	m->period_ns = meta_u64(meta, "period_ns");
 	m->start_real_ns = meta_u64(meta, "start_real_ns");
 	m->duration_ns = meta_u64(meta, "duration_ns");
 	m->lost = meta_u64(meta, "lost");
 	m->cpu_time_ns = meta_u64(meta, "cpu_time_ns");
-	m->exit_status = json_is_integer(ex) ? (int32_t)json_integer_value(ex) : -1;
+	m->exit_status = json_is_integer(ex) && json_integer_value(ex) >= INT32_MIN &&
+			 json_integer_value(ex) <= INT32_MAX ? (int32_t)json_integer_value(ex) : -1;
 	/* optional, added without a version bump: older files have none */
 	json_array_foreach(stops, i, st) {
 		json_t *r = json_object_get(st, "reason"), *mod = json_object_get(st, "module");
@@ -486,30 +488,25 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 	}
 }
 
-struct profile *profile_read(const char *path, char *err, size_t errlen)
+struct profile *profile_read_mem(const void *buf, size_t len, char *err, size_t errlen)
 {
-	unsigned char *raw = NULL;
-	char *text = NULL;
-	size_t rawlen = 0, textlen = 0;
+	const unsigned char *raw = buf;
+	const char *text = buf;
+	char *inflated = NULL;
+	size_t textlen = len;
 	struct profile *p = NULL;
 	json_t *root = NULL, *ver;
 	json_error_t jerr;
 	struct reader r = { err, errlen, 0 };
 	int ret, errsv = 0;
 
-	ret = read_all(path, &raw, &rawlen);
-	if (ret < 0) {
-		errbuf_set(err, errlen, "%s", strerror(-ret));
-		errsv = -ret;
-		goto out;
-	}
-	if (rawlen == 0) {
+	if (len == 0) {
 		errbuf_set(err, errlen, "the file is empty");
 		errsv = EBADMSG;
 		goto out;
 	}
-	if (rawlen >= 2 && raw[0] == 0x1f && raw[1] == 0x8b) {
-		ret = gunzip(raw, rawlen, &text, &textlen);
+	if (len >= 2 && raw[0] == 0x1f && raw[1] == 0x8b) {
+		ret = gunzip(raw, len, &inflated, &textlen);
 		if (ret == -ENODATA) {
 			errbuf_set(err, errlen, "the file is truncated");
 			errsv = EBADMSG;
@@ -519,12 +516,9 @@ struct profile *profile_read(const char *path, char *err, size_t errlen)
 			errsv = EBADMSG;
 			goto out;
 		}
-	} else if (raw[0] == '{') {
-		/* plain JSON is accepted too, for hand-made and debugging profiles */
-		text = (char *)raw;
-		textlen = rawlen;
-		raw = NULL;
-	} else {
+		text = inflated;
+	} else if (raw[0] != '{') {
+		/* plain JSON is accepted too, for hand-made and debugging profiles; nothing else */
 		errbuf_set(err, errlen, "not a proftool profile");
 		errsv = EPROTO;
 		goto out;
@@ -571,9 +565,28 @@ struct profile *profile_read(const char *path, char *err, size_t errlen)
 	}
 out:
 	json_decref(root);
-	free(text);
-	free(raw);
+	free(inflated);
 	if (!p)
 		errno = errsv;
+	return p;
+}
+
+struct profile *profile_read(const char *path, char *err, size_t errlen)
+{
+	unsigned char *raw = NULL;
+	size_t rawlen = 0;
+	struct profile *p;
+	int ret;
+
+	ret = read_all(path, &raw, &rawlen);
+	if (ret < 0) {
+		errbuf_set(err, errlen, "%s", strerror(-ret));
+		errno = -ret;
+		return NULL;
+	}
+	p = profile_read_mem(raw, rawlen, err, errlen);
+	ret = errno;
+	free(raw);
+	errno = ret;
 	return p;
 }

@@ -202,10 +202,17 @@ void profile_add_unwind_stop(struct profile *p, const char *reason, const char *
 	struct profile_meta *m = &p->meta;
 	struct profile_unwind_stop *st;
 
+	/*
+	 * Counts saturate at INT64_MAX, the largest a JSON integer in the
+	 * file holds: a sum beyond it (duplicate entries in a hostile file,
+	 * merged files) would be written negative and dropped when read back.
+	 */
+	if (count > INT64_MAX)
+		count = INT64_MAX;
 	for (size_t i = 0; i < m->nr_stops; i++) {
 		st = &m->stops[i];
 		if (!strcmp(st->reason, reason) && str_eq(st->module, module)) {
-			st->count += count;
+			st->count = count > INT64_MAX - st->count ? INT64_MAX : st->count + count;
 			return;
 		}
 	}

@@ -127,7 +127,7 @@ uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
 void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
 			uint32_t stack, uint64_t weight_ns);
 
-/* Adds COUNT to the unwind-stop entry for (REASON, MODULE). */
+/* Adds COUNT to the unwind-stop entry for (REASON, MODULE); counts saturate at INT64_MAX. */
 void profile_add_unwind_stop(struct profile *p, const char *reason, const char *module,
 			     uint64_t count);
 
@@ -167,5 +167,11 @@ int profile_write(const struct profile *p, const char *path, char *err, size_t e
  * with a description in ERR.
  */
 struct profile *profile_read(const char *path, char *err, size_t errlen);
+
+/*
+ * The same from the LEN bytes at BUF, the whole contents of a file (gzip'd
+ * or plain JSON); BUF stays the caller's. Errors as for profile_read().
+ */
+struct profile *profile_read_mem(const void *buf, size_t len, char *err, size_t errlen);
 
 #endif

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Installs the Debian packages proftool needs to build and test, when missing.
-# Usage: scripts/deps.sh [build|check|bench]
+# Usage: scripts/deps.sh [build|check|bench|fuzz|leaks]
 # (g++ brings the libstdc++ development files that __cxa_demangle links against.)
 set -eu
 
@@ -13,6 +13,11 @@ check)
 	command -v npm >/dev/null 2>&1 || want="$want nodejs npm"
 	;;
 bench) want="$want bats procps libc6-dbg linux-perf" ;;
+leaks) want="$want bats valgrind" ;;
+fuzz)
+	# libFuzzer and the sanitizer runtimes: clang 14's compiler-rt
+	want="$want clang libclang-rt-14-dev"
+	;;
 esac
 
 missing=

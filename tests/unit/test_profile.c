@@ -98,6 +98,31 @@ static void merging(void)
 	profile_free(b);
 }
 
+/* Found by fuzz_profile_read: a sum past INT64_MAX was written negative and lost on reading. */
+static void stop_counts_saturate(void)
+{
+	struct profile *p = sample_profile(), *q;
+	char path[128], err[256] = "";
+
+	profile_add_unwind_stop(p, "no CFI", "app", INT64_MAX);
+	profile_add_unwind_stop(p, "no CFI", "app", INT64_MAX);
+	profile_add_unwind_stop(p, "no CFI", NULL, UINT64_MAX);
+	CHECK_EQ_U(p->meta.nr_stops, 2);
+	CHECK_EQ_U(p->meta.stops[0].count, INT64_MAX);
+	CHECK_EQ_U(p->meta.stops[1].count, INT64_MAX);
+	snprintf(path, sizeof(path), "%s/stops.data", dir);
+	CHECK(profile_write(p, path, err, sizeof(err)) == 0);
+	q = profile_read(path, err, sizeof(err));
+	CHECK(q != NULL);
+	if (q) {
+		CHECK_EQ_U(q->meta.nr_stops, 2);
+		CHECK_EQ_U(q->meta.stops[0].count, INT64_MAX);
+	}
+	profile_free(q);
+	profile_free(p);
+	unlink(path);
+}
+
 static void write_failure_leaves_nothing(void)
 {
 	struct profile *p = sample_profile();
@@ -163,6 +188,7 @@ int main(void)
 	RUN(interning);
 	RUN(round_trip);
 	RUN(merging);
+	RUN(stop_counts_saturate);
 	RUN(write_failure_leaves_nothing);
 	RUN(bad_files);
 	rmdir(dir);
