@@ -7,6 +7,7 @@
 #include "report.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +43,9 @@ static json_t *secs(uint64_t ns)
 	return json_real(ns / 1e9);
 }
 
-/* Indented for people unless DEEP: indentation would grow with the square of the depth. */
-static int dump(FILE *out, json_t *root, bool deep)
+static int dump(FILE *out, json_t *root)
 {
-	int ret = json_dumpf(root, out, (deep ? JSON_COMPACT : JSON_INDENT(1)) | JSON_PRESERVE_ORDER |
-			     JSON_REAL_PRECISION(9));
+	int ret = json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
 
 	json_decref(root);
 	if (ret < 0 || fputc('\n', out) == EOF)
@@ -196,7 +195,7 @@ int report_write_json(FILE *out, const struct profile *p, const bool *keep)
 	free(t_n);
 	free(t_ns);
 	free(p_n);
-	return dump(out, root, false);
+	return dump(out, root);
 }
 
 /* ---- timers ---- */
@@ -288,91 +287,138 @@ static bool *parallel_nodes(const struct profile *p, const bool *keep, const str
 }
 
 /*
- * A node's key among its siblings: the function name, with the module
- * added when two siblings share a name, and a counter if even that clashes.
+ * The keys of node ID's children: the function name, with the module added
+ * when two siblings share a name, and a counter if even that clashes.
+ * Returns an array of t->nr_kids[id] strings, the caller's to free.
  */
-static void child_key(const struct profile *p, const struct report_tree *t, uint32_t id,
-		      json_t *siblings, char *buf, size_t n)
+static char **child_keys(const struct profile *p, const struct report_tree *t, uint32_t id)
 {
-	const struct profile_func *f = &p->funcs[t->nodes[id].func];
+	uint32_t n = id == PROFILE_NONE ? t->nr_roots : t->nr_kids[id];
+	const uint32_t *kids = id == PROFILE_NONE ? t->roots : t->kids[id];
+	char **keys = xcalloc(n + 1, sizeof(*keys));
+	struct idx used = { 0 };
 
-	snprintf(buf, n, "%s", f->name);
-	if (!json_object_get(siblings, buf))
-		return;
-	snprintf(buf, n, "%s (%s)", f->name, f->module ? f->module : "?");
-	for (unsigned k = 2; json_object_get(siblings, buf); k++)
-		snprintf(buf, n, "%s (%s) #%u", f->name, f->module ? f->module : "?", k);
+	for (uint32_t k = 0; k < n; k++) {
+		const struct profile_func *f = &p->funcs[t->nodes[kids[k]].func];
+		const char *mod = f->module ? f->module : "?";
+		char buf[1024];
+
+		for (unsigned attempt = 0;; attempt++) {
+			uint64_t h;
+			size_t pos = 0;
+			uint32_t j;
+			bool clash = false;
+
+			if (attempt == 0)
+				snprintf(buf, sizeof(buf), "%s", f->name);
+			else if (attempt == 1)
+				snprintf(buf, sizeof(buf), "%s (%s)", f->name, mod);
+			else
+				snprintf(buf, sizeof(buf), "%s (%s) #%u", f->name, mod, attempt);
+			h = hash_str(buf, 0);
+			while (!clash && (j = idx_next(&used, h, &pos)) != IDX_NONE)
+				clash = !strcmp(keys[j], buf);
+			if (!clash) {
+				keys[k] = xstrdup(buf);
+				idx_insert(&used, h, k);
+				break;
+			}
+		}
+	}
+	idx_release(&used);
+	return keys;
 }
 
-static json_t *timer_node(const char *name, uint64_t total_ns, uint64_t self_ns, uint64_t count,
-			  bool parallel)
+/* Seconds as a JSON number: nine decimals at most, no trailing zeros. */
+static void put_secs(FILE *out, uint64_t ns)
 {
-	json_t *j = json_object();
+	fprintf(out, "%.9g", ns / 1e9);
+}
 
-	if (name)
-		json_object_set_new(j, "name", json_string(name));
-	json_object_set_new(j, "total", secs(total_ns));
-	json_object_set_new(j, "count", u64(count));
-	json_object_set_new(j, "self", secs(self_ns));
+/* The fields of a timer node, up to and including the opening of its children. */
+static void put_timer(FILE *out, uint64_t total_ns, uint64_t self_ns, uint64_t count, bool parallel)
+{
+	fputs("\"total\": ", out);
+	put_secs(out, total_ns);
+	fprintf(out, ", \"count\": %" PRIu64 ", \"self\": ", count);
+	put_secs(out, self_ns);
 	if (parallel)
-		json_object_set_new(j, "is_parallel", json_true());
-	json_object_set_new(j, "children", json_object());
-	return j;
+		fputs(", \"is_parallel\": true", out);
+	fputs(", \"children\": {", out);
 }
 
+/* A line break and indentation for DEPTH, which stops growing: a deep recursion would square it. */
+static void indent(FILE *out, size_t depth)
+{
+	fprintf(out, "\n%*s", (int)(depth < 64 ? depth : 64), "");
+}
+
+/*
+ * Written by hand, depth first with an explicit stack: the tree is as deep
+ * as the deepest stack, and a recursive writer (jansson's) runs out of C
+ * stack around 14000 levels.
+ */
 int report_write_timers(FILE *out, const struct profile *p, const bool *keep)
 {
+	struct level { uint32_t id; uint32_t next; char **keys; } *st = NULL;
+	size_t nr = 0, alloc = 0;
 	struct report_tree t;
 	uint32_t *stack_node;
+	const struct profile_meta *m = &p->meta;
 	bool *par;
-	json_t **obj, *root, *meta;
-	char key[1024];
-	bool deep = false;
 
 	report_tree_build(&t, p, keep, &stack_node);
 	par = parallel_nodes(p, keep, &t, stack_node);
-	for (size_t s = 0; s < p->nr_stacks && !deep; s++)
-		deep = p->stacks[s].depth > 64;
-	root = timer_node("root", t.total_ns, 0, t.total, par[t.nr]);
+	fputs("{\"name\": \"root\", ", out);
+	put_timer(out, t.total_ns, 0, t.total, par[t.nr]);
+	ALLOC_GROW(st, 1, alloc);
+	st[nr++] = (struct level){ PROFILE_NONE, 0, child_keys(p, &t, PROFILE_NONE) };
+	while (nr) {
+		struct level *l = &st[nr - 1];
+		uint32_t n = l->id == PROFILE_NONE ? t.nr_roots : t.nr_kids[l->id];
+		uint32_t k, c;
+		const struct report_tnode *nd;
 
-	/* breadth first from each root: a parent's object exists before its children, largest first */
-	obj = xcalloc(t.nr + 1, sizeof(*obj));
-	for (size_t r = 0; r < t.nr_roots; r++) {
-		uint32_t *queue = NULL;
-		size_t head = 0, nr_q = 0, alloc_q = 0;
-
-		ALLOC_GROW(queue, 1, alloc_q);
-		queue[nr_q++] = t.roots[r];
-		while (head < nr_q) {
-			uint32_t id = queue[head++];
-			const struct report_tnode *nd = &t.nodes[id];
-			json_t *siblings = json_object_get(nd->parent == PROFILE_NONE ? root : obj[nd->parent],
-							   "children");
-
-			obj[id] = timer_node(NULL, nd->cum_ns, nd->self_ns, nd->cum, par[id]);
-			child_key(p, &t, id, siblings, key, sizeof(key));
-			json_object_set_new(siblings, key, obj[id]);
-			ALLOC_GROW(queue, nr_q + t.nr_kids[id], alloc_q);
-			for (uint32_t k = 0; k < t.nr_kids[id]; k++)
-				queue[nr_q++] = t.kids[id][k];
+		if (l->next == n) {
+			/* the children are done: close them and the node */
+			for (uint32_t i = 0; i < n; i++)
+				free(l->keys[i]);
+			free(l->keys);
+			nr--;
+			if (n)
+				indent(out, nr);
+			fputs(nr ? "}}" : "}", out);
+			continue;
 		}
-		free(queue);
+		k = l->next++;
+		c = l->id == PROFILE_NONE ? t.roots[k] : t.kids[l->id][k];
+		nd = &t.nodes[c];
+		if (k)
+			fputc(',', out);
+		indent(out, nr);
+		report_json_string(out, l->keys[k]);
+		fputs(": {", out);
+		put_timer(out, nd->cum_ns, nd->self_ns, nd->cum, par[c]);
+		ALLOC_GROW(st, nr + 1, alloc);
+		st[nr] = (struct level){ c, 0, child_keys(p, &t, c) };
+		nr++;
 	}
-	meta = json_object();
-	json_object_set_new(meta, "timer_format_version", json_string(TIMER_FORMAT_VERSION));
-	json_object_set_new(meta, "source", json_string("proftool " PROFTOOL_VERSION));
-	json_object_set_new(meta, "unit", json_string(p->meta.mode && !strcmp(p->meta.mode, "wall") ?
-						    "seconds of wall-clock time (sampled)" :
-						    "seconds of CPU time (sampled)"));
-	json_object_set_new(meta, "command_line_arguments", str(p->meta.command));
-	json_object_set_new(meta, "start_time_seconds", json_real(p->meta.start_real_ns / 1e9));
-	json_object_set_new(meta, "end_time_seconds",
-			    json_real((p->meta.start_real_ns + p->meta.duration_ns) / 1e9));
-	json_object_set_new(meta, "sampling_period_seconds", secs(p->meta.period_ns));
-	json_object_set_new(root, "metadata", meta);
-	free(obj);
+	fputs(",\n\"metadata\": {\"timer_format_version\": \"" TIMER_FORMAT_VERSION "\", "
+	      "\"source\": \"proftool " PROFTOOL_VERSION "\", \"unit\": ", out);
+	report_json_string(out, m->mode && !strcmp(m->mode, "wall") ? "seconds of wall-clock time (sampled)" :
+			   "seconds of CPU time (sampled)");
+	fputs(", \"command_line_arguments\": ", out);
+	if (m->command)
+		report_json_string(out, m->command);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"start_time_seconds\": %.3f, \"end_time_seconds\": %.3f, \"sampling_period_seconds\": ",
+		m->start_real_ns / 1e9, (m->start_real_ns + m->duration_ns) / 1e9);
+	put_secs(out, m->period_ns);
+	fputs("}}\n", out);
+	free(st);
 	free(par);
 	free(stack_node);
 	report_tree_release(&t);
-	return dump(out, root, deep);
+	return ferror(out) ? -EIO : 0;
 }

@@ -113,6 +113,17 @@ void report_tree_release(struct report_tree *t)
 }
 
 /*
+ * Indentation stops growing at MAX_INDENT levels: a deep recursion would
+ * otherwise write the square of its depth in spaces (10 GB for 100000).
+ */
+#define MAX_INDENT 50
+
+static int indent_of(size_t depth)
+{
+	return 2 * (int)(depth < MAX_INDENT ? depth : MAX_INDENT);
+}
+
+/*
  * Prints the subtree under ROOT depth first, with an explicit stack: a
  * 2000-deep recursion makes a 2000-deep tree.
  */
@@ -131,9 +142,13 @@ static void print_subtree(FILE *out, const struct profile *p, const struct repor
 
 		if (!st[top].next_kid) {
 			report_func_label(&p->funcs[nd->func], label, sizeof(label));
-			fprintf(out, "%6.1f%% %6.1f%% %9.3f %9.3f %9" PRIu64 "  %*s%s\n",
+			fprintf(out, "%6.1f%% %6.1f%% %9.3f %9.3f %9" PRIu64 "  %*s",
 				100.0 * nd->cum / t->total, 100.0 * nd->self / t->total, nd->cum_ns / 1e9,
-				nd->self_ns / 1e9, nd->cum, (int)(2 * top), "", label);
+				nd->self_ns / 1e9, nd->cum, indent_of(top), "");
+			/* past MAX_INDENT the depth is written out instead of spaces */
+			if (top >= MAX_INDENT)
+				fprintf(out, "[%zu] ", top);
+			fprintf(out, "%s\n", label);
 		}
 		while (st[top].next_kid < t->nr_kids[st[top].id]) {
 			uint32_t c = t->kids[st[top].id][st[top].next_kid++];
@@ -152,7 +167,7 @@ static void print_subtree(FILE *out, const struct profile *p, const struct repor
 		if (st[top].nr_hidden)
 			fprintf(out, "%6.1f%% %7s %9s %9s %9" PRIu64 "  %*s… %zu more below %.1f%%\n",
 				100.0 * st[top].hidden / t->total, "", "", "", st[top].hidden,
-				(int)(2 * top + 2), "", st[top].nr_hidden, min_percent);
+				indent_of(top + 1), "", st[top].nr_hidden, min_percent);
 		nr--;
 	}
 	free(st);
