@@ -381,32 +381,14 @@ start_long_record() {
 	no_temp_files .
 }
 
-@test "SIGHUP stops attach (perf backend): profile written, target running, untouched" {
+# hup_attach BACKEND: attach with BACKEND, SIGHUP to proftool; it writes the profile, exits 0
+# and leaves the target running, untouched, with no tracer on any of its threads.
+hup_attach() {
 	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
 	target=$!
 	disown "$target"   # killed in teardown: no job notice
 	track "$target"
-	"$PROFTOOL" attach -q --backend perf -o hup.data "$target" &
-	rec=$!
-	track "$rec"
-	wait_attached "$rec" "$target"
-	burn_ticks "$target" 30
-	kill -HUP "$rec"
-	wait "$rec" && st=0 || st=$?
-	[ "$st" -eq 0 ]
-	untouched "$target"
-	run --separate-stderr "$PROFTOOL" report --format folded hup.data
-	[ "$status" -eq 0 ]
-	[[ "$output" == *leaf_a* ]]
-	no_temp_files .
-}
-
-@test "SIGHUP stops attach (ptrace backend): profile written, target running, untraced" {
-	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
-	target=$!
-	disown "$target"   # killed in teardown: no job notice
-	track "$target"
-	"$PROFTOOL" attach -q --backend ptrace -o hup.data "$target" &
+	"$PROFTOOL" attach -q --backend "$1" -o hup.data "$target" &
 	rec=$!
 	track "$rec"
 	wait_attached "$rec" "$target"
@@ -422,6 +404,14 @@ start_long_record() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *leaf_a* ]]
 	no_temp_files .
+}
+
+@test "SIGHUP stops attach (perf backend): profile written, target running, untouched" {
+	hup_attach perf
+}
+
+@test "SIGHUP stops attach (ptrace backend): profile written, target running, untraced" {
+	hup_attach ptrace
 }
 
 # The ring buffers cannot be made smaller from the command line, so they are made to overflow
