@@ -39,15 +39,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [N [SCALE]]\n", argv[0]);
 		return 2;
 	}
-	if (argc > 1) {
-		char *end;
-
-		n = strtol(argv[1], &end, 10);
-		if (*end || n < 1 || n > MAX_CHILDREN) {
-			fprintf(stderr, "%s: N must be 1..%d\n", argv[0], MAX_CHILDREN);
-			return 2;
-		}
-	}
+	if (argc > 1)
+		n = parse_count("N", argv[1], MAX_CHILDREN);
 	if (argc > 2)
 		scale = parse_scale(argv[2]);
 	prctl(PR_SET_NAME, "burst-parent", 0, 0, 0);

@@ -69,15 +69,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s HOTLIB COLDLIB [ROUNDS [SCALE]]\n", argv[0]);
 		return 2;
 	}
-	if (argc > 3) {
-		char *end;
-
-		rounds = strtol(argv[3], &end, 10);
-		if (*end || rounds < 1 || rounds > MAX_ROUNDS) {
-			fprintf(stderr, "%s: ROUNDS must be 1..%d\n", argv[0], MAX_ROUNDS);
-			return 2;
-		}
-	}
+	if (argc > 3)
+		rounds = parse_count("ROUNDS", argv[3], MAX_ROUNDS);
 	if (argc > 4)
 		scale = parse_scale(argv[4]);
 	n = (uint64_t)(ITERS_PER_SEC * CALL_SECS * scale);

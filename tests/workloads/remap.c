@@ -107,15 +107,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [ROUNDS [SCALE]]\n", argv[0]);
 		return 2;
 	}
-	if (argc > 1) {
-		char *end;
-
-		rounds = strtol(argv[1], &end, 10);
-		if (*end || rounds < 1 || rounds > 100000) {
-			fprintf(stderr, "%s: ROUNDS must be 1..100000\n", argv[0]);
-			return 2;
-		}
-	}
+	if (argc > 1)
+		rounds = parse_count("ROUNDS", argv[1], 100000);
 	if (argc > 2)
 		scale = parse_scale(argv[2]);
 	n = (uint64_t)(ITERS_PER_SEC * PART_SECS * scale);

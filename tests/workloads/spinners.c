@@ -66,15 +66,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [NTHREADS [SCALE]]\n", argv[0]);
 		return 2;
 	}
-	if (argc > 1) {
-		char *end;
-
-		n = strtol(argv[1], &end, 10);
-		if (*end || n < 1 || n > MAX_THREADS) {
-			fprintf(stderr, "%s: NTHREADS must be 1..%d\n", argv[0], MAX_THREADS);
-			return 2;
-		}
-	}
+	if (argc > 1)
+		n = parse_count("NTHREADS", argv[1], MAX_THREADS);
 	if (argc > 2)
 		scale = parse_scale(argv[2]);
 	iters = (uint64_t)(ITERS_PER_SEC * THREAD_SECS * scale / CHUNKS);

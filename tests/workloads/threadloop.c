@@ -45,15 +45,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: %s [N [SCALE]]\n", argv[0]);
 		return 2;
 	}
-	if (argc > 1) {
-		char *end;
-
-		n = strtol(argv[1], &end, 10);
-		if (*end || n < 1 || n > 1000000) {
-			fprintf(stderr, "%s: N must be 1..1000000\n", argv[0]);
-			return 2;
-		}
-	}
+	if (argc > 1)
+		n = parse_count("N", argv[1], 1000000);
 	if (argc > 2)
 		scale = parse_scale(argv[2]);
 	iters = (uint64_t)(ITERS_PER_SEC * THREAD_SECS * scale);

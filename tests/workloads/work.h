@@ -48,4 +48,19 @@ static inline double parse_scale(const char *arg)
 	return scale;
 }
 
+/* A whole number from 1 to MAX for the argument called WHAT; exits 2 otherwise. */
+static inline long parse_count(const char *what, const char *arg, long max)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || n < 1 || n > max) {
+		fprintf(stderr, "invalid %s '%s' (want 1..%ld)\n", what, arg, max);
+		exit(2);
+	}
+	return n;
+}
+
 #endif
