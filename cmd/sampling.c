@@ -26,6 +26,14 @@
  */
 #define DEFAULT_STACK_SIZE 32768
 
+/*
+ * Samples held in memory before they move to a temporary file beside the
+ * output (24 bytes each: 1.5 MiB, half a minute of two busy CPUs), so a
+ * recording of hours takes no more memory than one of a minute.
+ * PROFTOOL_SPILL_SAMPLES overrides it, for the tests.
+ */
+#define SPILL_CHUNK 65536
+
 const char sampling_usage[] =
 	"  -o FILE              write the profile to FILE (default proftool.data)\n"
 	"  -F HZ                samples per second of CPU time per thread, 1..10000 (default 999)\n"
@@ -229,12 +237,20 @@ struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 
 void sampling_begin(struct sampling_run *r)
 {
+	const char *env = getenv("PROFTOOL_SPILL_SAMPLES"), *slash = strrchr(r->o->output, '/');
+	char *dir = slash ? xstrdup(r->o->output) : xstrdup(".");
+	size_t chunk = env && *env ? strtoul(env, NULL, 10) : SPILL_CHUNK;
+
+	if (slash)
+		dir[slash - r->o->output + (slash == r->o->output)] = '\0';
 	r->tty = !r->o->quiet && isatty(STDERR_FILENO);
 	r->status = -1;
 	r->start_ns = time_mono_ns();
 	r->start_real_ns = time_real_ns();
 	r->syms = sym_session_new(&(struct sym_opts){ .start_ns = r->start_ns,
-						     .weight_ns = 1000000000ull / r->o->freq });
+						     .weight_ns = 1000000000ull / r->o->freq,
+						     .spill_dir = dir, .spill_chunk = chunk });
+	free(dir);
 }
 
 static int feed(const struct sampler_rec *rec, void *arg)
@@ -376,18 +392,18 @@ int sampling_finish(struct sampling_run *r)
 		ret = EXIT_FAIL;
 	} else if (!o->quiet) {
 		double cpu = p->meta.cpu_time_ns / 1e9;
-		size_t nr_procs, nr_threads;
+		size_t nr_procs, nr_threads, n = profile_nr_samples(p);
 
 		profile_count_sampled(p, &nr_procs, &nr_threads);
-		if (!p->nr_samples)
+		if (!n)
 			error("warning: no samples were recorded (the target used %.3f s of CPU); "
 			      "raise -F or profile a longer run", cpu);
 		fprintf(stderr, "proftool: wrote %s: %zu sample%s, %" PRIu64 " lost, %zu process%s, %zu thread%s, %.2f s",
-			o->output, p->nr_samples, p->nr_samples == 1 ? "" : "s", p->meta.lost, nr_procs,
+			o->output, n, n == 1 ? "" : "s", p->meta.lost, nr_procs,
 			nr_procs == 1 ? "" : "es", nr_threads, nr_threads == 1 ? "" : "s",
 			p->meta.duration_ns / 1e9);
 		if (cpu > 0)
-			fprintf(stderr, "; %.0f Hz achieved of %lu Hz requested", p->nr_samples / cpu, o->freq);
+			fprintf(stderr, "; %.0f Hz achieved of %lu Hz requested", n / cpu, o->freq);
 		fputc('\n', stderr);
 	}
 	profile_free(p);

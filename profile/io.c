@@ -62,7 +62,7 @@ static json_t *build_json(const struct profile *p)
 
 	json_object_set_new(root, "format", json_string(PROFILE_FORMAT));
 	json_object_set_new(root, "version", json_integer(PROFILE_VERSION));
-	json_object_set_new(root, "meta", meta_to_json(&p->meta, p->nr_samples));
+	json_object_set_new(root, "meta", meta_to_json(&p->meta, profile_nr_samples(p)));
 	for (size_t i = 0; i < p->nr_funcs; i++) {
 		json_array_append_new(fname, json_string(p->funcs[i].name));
 		json_array_append_new(fmod, json_string(p->funcs[i].module));
@@ -103,91 +103,163 @@ static json_t *build_json(const struct profile *p)
 }
 
 /*
- * The sample columns, the bulk of a long profile, are written as text
- * straight after the other tables: a jansson value per integer made
- * writing a million-sample profile take 150 MB more than recording it.
+ * The file is compressed as it is produced, straight into the temporary
+ * file: neither the JSON text nor the samples are ever whole in memory, so
+ * writing a recording of any length takes the memory of its tables only.
  */
-static void write_samples(FILE *m, const struct profile *p)
-{
-	uint64_t prev_us = 0;
-
-	fputs(",\"samples\":{\"time_us_delta\":[", m);
-	for (size_t i = 0; i < p->nr_samples; i++) {
-		uint64_t us = p->samples[i].time_ns / 1000;
-
-		fprintf(m, "%s%" PRId64, i ? "," : "", (int64_t)(us - prev_us));
-		prev_us = us;
-	}
-	fputs("],\"thread\":[", m);
-	for (size_t i = 0; i < p->nr_samples; i++)
-		fprintf(m, "%s%" PRIu32, i ? "," : "", p->samples[i].thread);
-	fputs("],\"stack\":[", m);
-	for (size_t i = 0; i < p->nr_samples; i++)
-		fprintf(m, "%s%" PRIu32, i ? "," : "", p->samples[i].stack);
-	fputs("]}}", m);
-}
-
-/* Compresses BUF into a gzip stream written to FP. */
-static int gzip_to(FILE *fp, const char *buf, size_t len)
-{
-	unsigned char out[1 << 16];
+struct zout {
 	z_stream zs;
+	FILE *fp;
+	int err;                /* first error, a negative errno */
+	size_t n;               /* bytes waiting in in[] */
+	unsigned char in[1 << 16], out[1 << 16];
+};
+
+static void zout_deflate(struct zout *z, int flush)
+{
 	int ret;
 
-	memset(&zs, 0, sizeof(zs));
-	if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-		return -ENOMEM;
-	zs.next_in = (unsigned char *)buf;
-	zs.avail_in = len;
+	z->zs.next_in = z->in;
+	z->zs.avail_in = z->n;
 	do {
-		zs.next_out = out;
-		zs.avail_out = sizeof(out);
-		ret = deflate(&zs, Z_FINISH);
-		if (fwrite(out, 1, sizeof(out) - zs.avail_out, fp) != sizeof(out) - zs.avail_out) {
-			deflateEnd(&zs);
-			return errno ? -errno : -EIO;
-		}
-	} while (ret == Z_OK);
-	deflateEnd(&zs);
-	return ret == Z_STREAM_END ? 0 : -EIO;
+		size_t have;
+
+		z->zs.next_out = z->out;
+		z->zs.avail_out = sizeof(z->out);
+		ret = deflate(&z->zs, flush);
+		have = sizeof(z->out) - z->zs.avail_out;
+		errno = 0;
+		if (!z->err && have && fwrite(z->out, 1, have, z->fp) != have)
+			z->err = errno ? -errno : -EIO;
+	} while (z->zs.avail_out == 0 || (flush == Z_FINISH && ret == Z_OK));
+	if (!z->err && ret != Z_OK && ret != Z_BUF_ERROR && !(flush == Z_FINISH && ret == Z_STREAM_END))
+		z->err = -EIO;
+	z->n = 0;
+}
+
+static void zput(struct zout *z, const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+
+	while (len) {
+		size_t k = sizeof(z->in) - z->n < len ? sizeof(z->in) - z->n : len;
+
+		memcpy(z->in + z->n, b, k);
+		z->n += k;
+		b += k;
+		len -= k;
+		if (z->n == sizeof(z->in))
+			zout_deflate(z, Z_NO_FLUSH);
+	}
+}
+
+static void zputs(struct zout *z, const char *s)
+{
+	zput(z, s, strlen(s));
+}
+
+/* ",N" (or "N" for the first), the sample columns' one operation, without printf. */
+static void zput_int(struct zout *z, int64_t v, bool first)
+{
+	char buf[24], *e = buf + sizeof(buf), *q = e;
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+
+	do
+		*--q = (char)('0' + u % 10);
+	while (u /= 10);
+	if (v < 0)
+		*--q = '-';
+	if (!first)
+		*--q = ',';
+	zput(z, q, (size_t)(e - q));
+}
+
+enum column { COL_TIME, COL_THREAD, COL_STACK };
+
+static int write_column(struct zout *z, const struct profile *p, enum column col)
+{
+	struct profile_iter *it = profile_iter_new(p);
+	const struct profile_sample *s;
+	uint64_t prev_us = 0;
+	bool first = true;
+
+	while ((s = profile_iter_next(it))) {
+		uint64_t us = s->time_ns / 1000;
+
+		zput_int(z, col == COL_TIME ? (int64_t)(us - prev_us) :
+			    col == COL_THREAD ? (int64_t)s->thread : (int64_t)s->stack, first);
+		prev_us = us;
+		first = false;
+	}
+	return profile_iter_free(it);
+}
+
+/* The sample columns, the bulk of a long profile, written as text after the tables. */
+static int write_samples(struct zout *z, const struct profile *p)
+{
+	static const char *const heads[] = {
+		",\"samples\":{\"time_us_delta\":[", "],\"thread\":[", "],\"stack\":["
+	};
+	int ret = 0;
+
+	for (enum column c = COL_TIME; c <= COL_STACK && !ret; c++) {
+		zputs(z, heads[c]);
+		ret = write_column(z, p, c);
+	}
+	zputs(z, "]}}");
+	return ret;
 }
 
 int profile_write(const struct profile *p, const char *path, char *err, size_t errlen)
 {
 	struct atomic_file af;
-	json_t *root = build_json(p);
-	char *tables = json_dumps(root, JSON_COMPACT), *text = NULL;
-	size_t len = 0;
-	FILE *m;
-	int ret;
+	struct zout *z;
+	char *tables;
+	json_t *root;
+	int ret = profile_spill_error(p);
 
-	json_decref(root);
-	m = tables ? open_memstream(&text, &len) : NULL;
-	if (!m) {
-		free(tables);
-		errbuf_set(err, errlen, "cannot encode the profile");
-		return -ENOMEM;
+	if (ret < 0) {
+		errbuf_set(err, errlen, "cannot read back the samples kept in a temporary file: %s",
+			   strerror(-ret));
+		return ret;
 	}
-	/* the tables' object without its closing brace, then the samples */
-	fwrite(tables, 1, strlen(tables) - 1, m);
-	free(tables);
-	write_samples(m, p);
-	if (fclose(m) || !text) {
-		free(text);
+	root = build_json(p);
+	tables = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	if (!tables) {
 		errbuf_set(err, errlen, "cannot encode the profile");
 		return -ENOMEM;
 	}
 	ret = atomic_open(&af, path, 0644);
 	if (ret < 0) {
 		errbuf_set(err, errlen, "cannot create a file next to '%s': %s", path, strerror(-ret));
-		free(text);
+		free(tables);
 		return ret;
 	}
-	errno = 0;
-	ret = gzip_to(af.fp, text, len);
-	free(text);
+	z = xcalloc(1, sizeof(*z));
+	z->fp = af.fp;
+	if (deflateInit2(&z->zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(z);
+		free(tables);
+		atomic_abort(&af);
+		errbuf_set(err, errlen, "cannot encode the profile");
+		return -ENOMEM;
+	}
+	/* the tables' object without its closing brace, then the samples */
+	zput(z, tables, strlen(tables) - 1);
+	free(tables);
+	ret = write_samples(z, p);
+	zout_deflate(z, Z_FINISH);
+	deflateEnd(&z->zs);
 	if (ret < 0) {
+		errbuf_set(err, errlen, "cannot read back the samples kept in a temporary file: %s",
+			   strerror(-ret));
+	} else if (z->err < 0) {
+		ret = z->err;
 		errbuf_set(err, errlen, "cannot write '%s': %s", path, strerror(-ret));
+	}
+	free(z);
+	if (ret < 0) {
 		atomic_abort(&af);
 		return ret;
 	}

@@ -52,6 +52,7 @@ void profile_free(struct profile *p)
 	free(p->procs);
 	free(p->threads);
 	free(p->samples);
+	profile_spill_free(p->spill);
 	idx_release(&p->func_idx);
 	idx_release(&p->loc_idx);
 	idx_release(&p->stack_idx);
@@ -156,29 +157,13 @@ void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
 {
 	struct profile_sample *s;
 
+	profile_spill_maybe(p);
 	ALLOC_GROW(p->samples, p->nr_samples + 1, p->alloc_samples);
 	s = &p->samples[p->nr_samples++];
 	s->time_ns = time_ns;
 	s->thread = thread;
 	s->stack = stack;
 	s->weight_ns = weight_ns;
-}
-
-static int sample_cmp(const void *a, const void *b)
-{
-	const struct profile_sample *x = a, *y = b;
-
-	if (x->time_ns != y->time_ns)
-		return x->time_ns < y->time_ns ? -1 : 1;
-	/* ties broken by thread then stack, which keeps the order deterministic */
-	if (x->thread != y->thread)
-		return x->thread < y->thread ? -1 : 1;
-	return x->stack < y->stack ? -1 : x->stack > y->stack;
-}
-
-void profile_sort_samples(struct profile *p)
-{
-	QSORT(p->samples, p->nr_samples, sample_cmp);
 }
 
 /* Where the process and its threads start, in glibc, musl and the dynamic loader. */
@@ -226,10 +211,12 @@ void profile_add_unwind_stop(struct profile *p, const char *reason, const char *
 void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threads)
 {
 	bool *seen_p = xcalloc(p->nr_procs + 1, 1), *seen_t = xcalloc(p->nr_threads + 1, 1);
+	struct profile_iter *it = profile_iter_new(p);
+	const struct profile_sample *s;
 
 	*procs = *threads = 0;
-	for (size_t i = 0; i < p->nr_samples; i++) {
-		uint32_t t = p->samples[i].thread;
+	while ((s = profile_iter_next(it))) {
+		uint32_t t = s->thread;
 
 		if (!seen_t[t]) {
 			seen_t[t] = true;
@@ -240,6 +227,7 @@ void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threa
 			(*procs)++;
 		}
 	}
+	profile_iter_free(it);
 	free(seen_p);
 	free(seen_t);
 }

@@ -107,6 +107,7 @@ struct profile {
 	size_t nr_threads, alloc_threads;
 	struct profile_sample *samples;
 	size_t nr_samples, alloc_samples;
+	struct profile_spill *spill; /* earlier samples on disk; NULL unless recording long */
 	/* interning indexes, built as entries are added */
 	struct idx func_idx, loc_idx, stack_idx;
 };
@@ -131,8 +132,45 @@ void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
 void profile_add_unwind_stop(struct profile *p, const char *reason, const char *module,
 			     uint64_t count);
 
-/* Sorts samples by time (stable). */
+/* Sorts samples by time, ties by thread then stack. */
 void profile_sort_samples(struct profile *p);
+int profile_sample_cmp(const void *a, const void *b);
+
+/*
+ * A recording that runs for hours must not hold every sample in memory.
+ * After profile_spill_start(), each time CHUNK samples have gathered in
+ * P->samples they move to an unlinked temporary file in DIR (the output's
+ * directory: O_TMPFILE, else mkstemp and unlink), so P->samples holds only
+ * the newest ones and profile_nr_samples() counts them all. Nothing is
+ * left behind, whatever becomes of the process. When the file cannot be
+ * written (a full disk) its samples come back into memory and it is
+ * closed, freeing the space for the profile itself. Such a
+ * profile is for writing: loops over P->samples see only the newest
+ * samples, so everything that needs all of them goes through
+ * profile_map_samples() or a profile_iter. Returns 0 or a negative errno.
+ */
+int profile_spill_start(struct profile *p, const char *dir, size_t chunk);
+/* Called by profile_add_sample(): spills when a chunk is full. */
+void profile_spill_maybe(struct profile *p);
+void profile_spill_free(struct profile_spill *sp);
+size_t profile_nr_samples(const struct profile *p);
+/* A negative errno when spilled samples could not be read back (they are lost), else 0. */
+int profile_spill_error(const struct profile *p);
+
+/* Calls FN on every sample, spilled or not, in no particular order; FN may change it. */
+void profile_map_samples(struct profile *p, void (*fn)(struct profile_sample *s, void *arg),
+			 void *arg);
+
+/*
+ * All samples in time order, spilled or not, provided the profile was
+ * sorted by profile_sort_samples() (or read from a file). The pointer from
+ * next() is valid until the following call; NULL at the end or on a read
+ * error, which free() returns as a negative errno.
+ */
+struct profile_iter;
+struct profile_iter *profile_iter_new(const struct profile *p);
+const struct profile_sample *profile_iter_next(struct profile_iter *it);
+int profile_iter_free(struct profile_iter *it);
 
 /*
  * Whether NAME is where a thread's stack begins (_start, __libc_start_main,

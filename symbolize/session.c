@@ -110,6 +110,9 @@ struct sym_session *sym_session_new(const struct sym_opts *opts)
 
 	ss->opts = *opts;
 	ss->prof = profile_new();
+	/* without a spill file samples stay in memory: slower to grow, nothing lost */
+	if (opts->spill_dir && opts->spill_chunk)
+		(void)profile_spill_start(ss->prof, opts->spill_dir, opts->spill_chunk);
 	for (size_t i = 0; i < ARRAY_SIZE(special); i++) {
 		ALLOC_GROW(ss->mods, ss->nr_mods + 1, ss->alloc_mods);
 		memset(&ss->mods[ss->nr_mods], 0, sizeof(*ss->mods));
@@ -770,12 +773,28 @@ int sym_session_add_existing(struct sym_session *ss, int32_t pid, int32_t tid)
 
 void sym_session_counts(const struct sym_session *ss, struct sym_counts *c)
 {
-	c->samples = ss->prof->nr_samples;
+	c->samples = profile_nr_samples(ss->prof);
 	c->processes = ss->prof->nr_procs;
 	c->threads = ss->prof->nr_threads;
 }
 
 /* ---- finishing: resolve each distinct frame once ---- */
+
+struct finish_arg {
+	const uint32_t *final, *stop_of;
+	uint64_t *stop_count;
+};
+
+/* A sample's raw node becomes its symbolized stack; stacks that stopped early are counted. */
+static void finish_sample(struct profile_sample *s, void *arg)
+{
+	struct finish_arg *a = arg;
+	uint32_t raw = s->stack;
+
+	if (a->stop_of[raw] != PROFILE_NONE)
+		a->stop_count[a->stop_of[raw]]++;
+	s->stack = a->final[raw];
+}
 
 static int frame_by_module(const void *a, const void *b, void *arg)
 {
@@ -915,13 +934,7 @@ struct profile *sym_session_finish(struct sym_session *ss,
 		final[i] = s;
 	}
 	stop_count = xcalloc(ss->nr_frames + 1, sizeof(*stop_count));
-	for (size_t i = 0; i < p->nr_samples; i++) {
-		uint32_t raw = p->samples[i].stack;
-
-		if (stop_of[raw] != PROFILE_NONE)
-			stop_count[stop_of[raw]]++;
-		p->samples[i].stack = final[raw];
-	}
+	profile_map_samples(p, finish_sample, &(struct finish_arg){ final, stop_of, stop_count });
 	for (size_t f = 0; f < ss->nr_frames; f++) {
 		uint32_t mod = (uint32_t)ss->frames[f].off;
 

@@ -451,15 +451,60 @@ hup_attach() {
 @test "proftool's memory does not grow with the length of a recording" {
 	# AddressSanitizer holds freed memory in quarantine (hundreds of MiB): RSS means nothing
 	! { ldd "$PROFTOOL" 2>/dev/null | grep -q libasan; } || skip "an AddressSanitizer build (make asan)"
-	# three times the work, three times the samples at -F 10000: only the samples' own
-	# entries may add to the peak (measured: 33 and 36 MiB); a stack copy kept per sample
-	# would add hundreds of MiB
+	# three times the work, three times the samples at -F 10000: a stack copy kept per
+	# sample would add hundreds of MiB (measured: 33 and 36 MiB peak)
 	short=$(peak_rss "$PROFTOOL" record -q -F 10000 -o short.data -- "$WORKLOADS_NOFP/spinners" 2 0.3)
 	long=$(peak_rss "$PROFTOOL" record -q -F 10000 -o long.data -- "$WORKLOADS_NOFP/spinners" 2 0.9)
 	[ $((long - short)) -lt 32768 ] || { echo "peak RSS $short KiB, then $long KiB"; false; }
 	n_short=$(pjson short.data 'len(p["samples"]["thread"])')
 	n_long=$(pjson long.data 'len(p["samples"]["thread"])')
 	[ "$n_long" -gt "$n_short" ]
+}
+
+# Samples past a chunk (65536; PROFTOOL_SPILL_SAMPLES here) go to an unlinked file beside the
+# output, so a long recording's memory stays flat (make longrun measures it over 10 minutes).
+@test "samples spilled to a temporary file during recording: the same profile, nothing left" {
+	command -v strace >/dev/null || skip "strace is not installed"
+	mkdir out
+	# (LeakSanitizer cannot run under strace; the other tests check for leaks)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 PROFTOOL_SPILL_SAMPLES=100 run --separate-stderr \
+		strace -f -qq -o trace -e trace=openat,pwrite64 \
+		"$PROFTOOL" record -o out/p.data -- "$WORKLOADS/threads" 1
+	[ "$status" -eq 0 ]
+	# the spill file: opened unlinked in the output's directory, written in runs of 100 samples
+	grep -E 'openat\(AT_FDCWD, "out", [^)]*O_TMPFILE' trace
+	fd=$(grep -E 'O_TMPFILE' trace | sed 's/.* = //' | head -n1)
+	# each run is written once while recording, then rewritten in place (symbolized, sorted)
+	runs=$(grep -E "pwrite64\($fd, .*, 2400, [0-9]+\)" trace | sed 's/.*, //; s/).*//' | sort -u | wc -l)
+	[ "$runs" -ge 5 ]
+	[ "$(ls -A out)" = p.data ]
+	n=$(pjson out/p.data 'len(p["samples"]["thread"])')
+	[[ "$stderr" == *"wrote out/p.data: $n samples"* ]]
+	[ "$n" -ge $((runs * 100)) ]
+	# in time order, every thread there, shares as without spilling
+	[ "$(pjson out/p.data 'all(d >= 0 for d in p["samples"]["time_us_delta"][1:])')" = True ]
+	run "$PROFTOOL" report --per-thread out/p.data
+	[[ "$output" == *"worker-1"* && "$output" == *"worker-2"* && "$output" == *"worker-3"* ]]
+	run --separate-stderr "$PROFTOOL" report --format folded out/p.data
+	for f in worker_fn_1 worker_fn_2 worker_fn_3 main_spin; do
+		near "$(self_share $f <<<"$output")" 25 8
+	done
+	at_least "$(ancestor_share worker_fn_2 start_thread <<<"$output")" 95
+}
+
+@test "a disk too full for the spill file: samples kept in memory, the profile complete" {
+	mount_tmpfs fs size=64k,mode=0755
+	# 16 KiB left: the spill file (24 bytes a sample) fills it, the profile (a few KiB) fits
+	avail=$(df -B1 --output=avail fs | tail -n1)
+	head -c $((avail - 16384)) /dev/zero >fs/filler || true
+	PROFTOOL_SPILL_SAMPLES=100 run --separate-stderr "$PROFTOOL" record -o fs/p.data -- "$WORKLOADS/split" 1.5
+	[ "$status" -eq 0 ]
+	n=$(pjson fs/p.data 'len(p["samples"]["thread"])')
+	[ "$n" -gt 1000 ]
+	[[ "$stderr" == *"wrote fs/p.data: $n samples"* ]]
+	[ "$(ls -A fs | sort | tr '\n' ' ')" = "filler p.data " ]
+	run --separate-stderr "$PROFTOOL" report --format folded fs/p.data
+	near "$(self_share leaf_a <<<"$output")" 50 5
 }
 
 @test "a full output filesystem: one error line, no partial file, the old profile intact" {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "profile/profile.h"
@@ -133,6 +134,96 @@ static void write_failure_leaves_nothing(void)
 	profile_free(p);
 }
 
+static uint32_t plus_one_stack(uint32_t s)
+{
+	return s == 0 ? 1 : 0;
+}
+
+static void swap_stack(struct profile_sample *s, void *arg)
+{
+	(*(size_t *)arg)++;
+	s->stack = plus_one_stack(s->stack);
+}
+
+/* Fills P with N samples whose times go back and forth (arrival order is not time order). */
+static struct profile *spill_profile(size_t n)
+{
+	struct profile *p = profile_new();
+	uint32_t proc = profile_add_process(p, 100, 1, "app", NULL);
+	uint32_t t[3] = { profile_add_thread(p, 100, proc, "app"), profile_add_thread(p, 101, proc, "w1"),
+			  profile_add_thread(p, 102, proc, "w2") };
+	uint32_t f = profile_add_func(p, "main", "app", NULL, 0);
+	uint32_t s0 = profile_add_stack(p, PROFILE_NONE, profile_add_loc(p, f, 1));
+
+	profile_add_stack(p, s0, profile_add_loc(p, f, 2));
+	p->meta.freq = 999;
+	p->meta.period_ns = 1001001;
+	for (size_t i = 0; i < n; i++)
+		profile_add_sample(p, 1000000 + i * 997 % 5003 * 1000 + (i % 7) * 13000, t[i % 3], i % 2, 1001001);
+	return p;
+}
+
+/* Bytes of the file at PATH, NUL-terminated; LEN receives their number. */
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf = calloc(1, 1 << 20);
+
+	*len = f ? fread(buf, 1, (1 << 20) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	return buf;
+}
+
+/* A profile whose samples went to a spill file writes exactly what one kept in memory does. */
+static void spilling(void)
+{
+	struct profile *mem = spill_profile(5000), *sp = spill_profile(0), *q;
+	char a[128], b[128], err[256] = "";
+	size_t na, nb, mapped = 0, procs, threads;
+	char *ba, *bb;
+
+	CHECK(profile_spill_start(sp, dir, 64) == 0);
+	for (size_t i = 0; i < 5000; i++)
+		profile_add_sample(sp, mem->samples[i].time_ns, mem->samples[i].thread,
+				   mem->samples[i].stack, mem->samples[i].weight_ns);
+	CHECK(sp->nr_samples < 64);
+	CHECK_EQ_U(profile_nr_samples(sp), 5000);
+	profile_count_sampled(sp, &procs, &threads);
+	CHECK_EQ_U(threads, 3);
+	profile_map_samples(sp, swap_stack, &mapped);
+	CHECK_EQ_U(mapped, 5000);
+	for (size_t i = 0; i < 5000; i++)
+		mem->samples[i].stack = plus_one_stack(mem->samples[i].stack);
+	profile_sort_samples(mem);
+	profile_sort_samples(sp);
+	snprintf(a, sizeof(a), "%s/mem.data", dir);
+	snprintf(b, sizeof(b), "%s/spill.data", dir);
+	CHECK(profile_write(mem, a, err, sizeof(err)) == 0);
+	CHECK(profile_write(sp, b, err, sizeof(err)) == 0);
+	ba = slurp(a, &na);
+	bb = slurp(b, &nb);
+	CHECK(na > 100);
+	CHECK(na == nb && memcmp(ba, bb, na) == 0);
+	q = profile_read(b, err, sizeof(err));
+	CHECK(q != NULL);
+	if (q) {
+		CHECK_EQ_U(q->nr_samples, 5000);
+		for (size_t i = 1; i < q->nr_samples; i++)
+			CHECK(q->samples[i - 1].time_ns <= q->samples[i].time_ns);
+	}
+	free(ba);
+	free(bb);
+	unlink(a);
+	unlink(b);
+	profile_free(q);
+	profile_free(mem);
+	profile_free(sp);
+	/* nothing of the spill file is left in the directory */
+	CHECK(rmdir(dir) == 0);
+	CHECK(mkdir(dir, 0700) == 0);
+}
+
 static void rejects(const char *text, int want_errno, const char *want_msg)
 {
 	char path[128], err[256] = "";
@@ -191,6 +282,7 @@ int main(void)
 	RUN(stop_counts_saturate);
 	RUN(write_failure_leaves_nothing);
 	RUN(bad_files);
+	RUN(spilling);
 	rmdir(dir);
 	UNIT_DONE();
 }
