@@ -17,6 +17,13 @@ record_to() {
 	"$PROFTOOL" record -q -o "$out" "$@"
 }
 
+# pjson FILE EXPR: evaluates the Python expression EXPR on the profile FILE (bound to p)
+pjson() {
+	python3 -c 'import gzip, json, sys
+p = json.load(gzip.open(sys.argv[1]))
+print(eval(sys.argv[2]))' "$1" "$2"
+}
+
 # Self share (percent, one decimal) of function NAME in a folded report on stdin.
 self_share() {
 	awk -v f="$1" '{
