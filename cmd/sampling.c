@@ -165,12 +165,16 @@ int sampling_check_output(const struct sampling_opts *o)
  * SIGCHLD needs no flag: it only has to end the wait, and the loop asks
  * the sampler about the command on every pass.
  */
-static volatile sig_atomic_t got_signal;
+static volatile sig_atomic_t got_signal, got_signal_from_tty;
 
-static void on_signal(int sig)
+static void on_signal(int sig, siginfo_t *si, void *uc)
 {
-	if (sig != SIGCHLD)
-		got_signal = sig;
+	(void)uc;
+	if (sig == SIGCHLD)
+		return;
+	/* the terminal's Ctrl-C, Ctrl-\\ and hang-up come from the kernel */
+	got_signal_from_tty = si && si->si_code == SI_KERNEL;
+	got_signal = sig;
 }
 
 void sampling_signals(sigset_t *waitmask)
@@ -180,7 +184,8 @@ void sampling_signals(sigset_t *waitmask)
 	sigset_t block;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_signal;
+	sa.sa_sigaction = on_signal;
+	sa.sa_flags = SA_SIGINFO;
 	sigemptyset(&sa.sa_mask);
 	sigemptyset(&block);
 	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
@@ -311,8 +316,14 @@ void sampling_loop(struct sampling_run *r, const sigset_t *waitmask)
 				r->interrupted = true;
 				break;
 			}
-			/* the command decides what an interrupt means; we keep recording */
-			kill(r->child, sig);
+			/*
+			 * The command decides what an interrupt means; we keep
+			 * recording. A terminal signals its whole foreground group:
+			 * a command in our group got this one already, and a second
+			 * would make many programs (Python, shells) quit at once.
+			 */
+			if (!got_signal_from_tty || getpgid(r->child) != getpgrp())
+				kill(r->child, sig);
 			if (++interrupts >= 3)
 				break;
 		}

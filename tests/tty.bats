@@ -53,3 +53,63 @@ on_tty() {
 	[[ "${lines[0]}" == "proftool: wrote out.data: "*" samples, "* ]]
 	! grep -q $'[\r\e]' stderr.txt
 }
+
+# A terminal's Ctrl-C goes to its whole foreground process group: the command, in record's
+# group, has it already, and record must not send it a second one (Python and many shells
+# quit at once on a second interrupt). A kill(1) aimed at record alone is still passed on
+# (record.bats).
+@test "Ctrl-C on the terminal reaches the command once, and the profile is written" {
+	command -v python3 >/dev/null || skip "python3 is needed to drive a pseudo-terminal"
+	for backend in perf ptrace; do
+		ctrl_c_on_tty "$backend"
+	done
+}
+
+# ctrl_c_on_tty BACKEND: records exitcode trap-int on a pseudo-terminal and types Ctrl-C
+ctrl_c_on_tty() {
+	rm -f int.data
+	run python3 - "$PROFTOOL" "$WORKLOADS/exitcode" "$1" <<'PY'
+import os, pty, sys, time
+
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], [sys.argv[1], "record", "-q", "--backend", sys.argv[3], "-o", "int.data",
+                           "--", sys.argv[2], "trap-int"])
+# wait until the command runs with its handler installed (it has burnt some CPU)
+deadline = time.time() + 30
+while time.time() < deadline:
+    ready = False
+    for p in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                st = f.read()
+        except OSError:
+            continue
+        fields = st[st.rindex(")") + 2:].split()
+        if "(exitcode)" in st and int(fields[1]) == pid and int(fields[11]) >= 5:
+            ready = True
+    if ready:
+        break
+    time.sleep(0.05)
+os.write(fd, b"\x03")
+out = b""
+while True:
+    try:
+        d = os.read(fd, 4096)
+    except OSError:
+        break
+    if not d:
+        break
+    out += d
+_, st = os.waitpid(pid, 0)
+print(out.decode(errors="replace").replace("\r", ""))
+print("exit", os.waitstatus_to_exitcode(st))
+PY
+	echo "$1: $output"
+	[[ "$output" == *"got SIGINT"* ]]
+	[[ "$output" != *"times"* ]]
+	[[ "$output" == *"exit 0"* ]]
+	run "$PROFTOOL" report --format folded int.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"burn"* ]]
+}
