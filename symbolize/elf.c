@@ -278,18 +278,28 @@ bool sym_elf_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t *bias)
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return false;
+	/*
+	 * The kernel maps a segment from its page-aligned offset to its
+	 * page-aligned address. Linkers that pack segments (lld, mold) start
+	 * the code in the file page where the read-only data ends, so two
+	 * segments cover that offset with addresses a page apart: the mapping
+	 * is code (only executable mappings come here), so the executable
+	 * segment wins.
+	 */
 	if (elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &phnum) == 0) {
-		for (size_t i = 0; i < phnum && !ok; i++) {
+		bool exec = false;
+
+		for (size_t i = 0; i < phnum && !exec; i++) {
 			GElf_Phdr ph;
 
-			if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+			if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || (ok && !(ph.p_flags & PF_X)))
 				continue;
-			/* the kernel maps a segment from its page-aligned offset to its page-aligned address */
 			if (pgoff >= (ph.p_offset & ~page) && pgoff < ph.p_offset + ph.p_filesz) {
 				uint64_t vaddr = (ph.p_vaddr & ~page) + (pgoff - (ph.p_offset & ~page));
 
 				*bias = start - vaddr;
 				ok = true;
+				exec = ph.p_flags & PF_X;
 			}
 		}
 	}
