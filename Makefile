@@ -8,7 +8,7 @@ CFLAGS    ?= -O2 -g
 WARNINGS  := -std=c11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
              -Wmissing-prototypes -Wvla -Wno-format-nonliteral
 CPPFLAGS  += -D_GNU_SOURCE -DPROFTOOL_VERSION='"$(VERSION)"' -I. -MMD -MP
-LDLIBS    := -ldw -lelf -ljansson -lz -lstdc++ -lm -pthread
+LDLIBS    := -ldw -lelf -ljansson -lz -liberty -lstdc++ -lm -pthread
 SANITIZE  :=
 
 LIB_SRCS  := $(wildcard base/*.c profile/*.c sampler/*.c symbolize/*.c report/*.c)

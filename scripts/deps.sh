@@ -2,14 +2,15 @@
 # SPDX-License-Identifier: MIT
 # Installs the Debian packages proftool needs to build and test, when missing.
 # Usage: scripts/deps.sh [build|check|bench|fuzz|leaks]
-# (g++ brings the libstdc++ development files that __cxa_demangle links against.)
+# (g++ brings the libstdc++ development files that __cxa_demangle links against;
+# libiberty-dev the static libiberty whose rust_demangle handles Rust names.)
 set -eu
 
-want="gcc g++ make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev"
+want="gcc g++ make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev libiberty-dev"
 case "${1:-build}" in
 check)
 	# the real consumers of the export formats: go tool pprof, a browser, npm for speedscope
-	want="$want bats procps libc6-dbg groff-base man-db python3 bsdutils strace golang-go chromium fonts-dejavu-core"
+	want="$want bats procps libc6-dbg groff-base man-db python3 bsdutils strace lld golang-go chromium fonts-dejavu-core"
 	command -v npm >/dev/null 2>&1 || want="$want nodejs npm"
 	;;
 bench) want="$want bats procps libc6-dbg linux-perf" ;;

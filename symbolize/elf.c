@@ -106,24 +106,6 @@ bool sym_elf_offset_to_vaddr(struct sym_elf *e, uint64_t off, uint64_t *vaddr)
 	return false;
 }
 
-/* __cxa_demangle lives in libstdc++; declared here to keep this a C file. */
-extern char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
-
-char *sym_demangle(const char *name)
-{
-	int status = -1;
-	char *d;
-
-	if (!name || name[0] != '_' || name[1] != 'Z')
-		return NULL;
-	d = __cxa_demangle(name, NULL, NULL, &status);
-	if (status != 0) {
-		free(d);
-		return NULL;
-	}
-	return d;
-}
-
 static const char *keep(struct sym_elf *e, const char *name)
 {
 	const char *at = strchr(name, '@');

@@ -43,7 +43,11 @@ int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out);
  */
 bool sym_elf_func_start(struct sym_elf *e, uint64_t vaddr, uint64_t *start);
 
-/* Demangles C++ (and Rust legacy) names; returns a malloc'd string or NULL. */
+/*
+ * Demangles C++, Rust legacy and Rust v0 names (Rust without its hashes).
+ * Returns a malloc'd string the caller frees, or NULL when NAME is NULL, not
+ * mangled, malformed, or memory ran out. Thread-safe.
+ */
 char *sym_demangle(const char *name);
 
 /*
