@@ -8,8 +8,8 @@
 # DURATION seconds, reads proftool's VmRSS from /proc every $INTERVAL seconds (default 10),
 # and prints the peak and final RSS and the slope of a least-squares line through the
 # readings after the first minute (or after the first sixth of shorter runs), in KiB per
-# minute and in bytes per recorded sample. A proftool that keeps what it has unwound and
-# nothing else grows by its sample list only: some tens of bytes per sample.
+# minute and in bytes per recorded sample. proftool moves its samples to a temporary file
+# as it goes, so the slope should be close to nothing.
 # $O is the build directory (default build); extra record options go in $RECORD_OPTS.
 set -eu
 
