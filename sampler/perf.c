@@ -32,6 +32,9 @@ struct cpu_buf {
 	bool hup;               /* the events' tasks are all gone */
 };
 
+/* Bytes of copied-out records past which the ring buffers are left to the kernel mid-pass. */
+#define DRAIN_LIMIT (64u << 20)
+
 struct pending {
 	uint64_t time;
 	uint64_t seq;           /* ties keep ring-buffer order */
@@ -67,6 +70,7 @@ struct perf_sampler {
 	size_t nr_pend, alloc_pend;
 	uint64_t seq;
 	uint64_t prev_pass_start;       /* CLOCK_MONOTONIC */
+	size_t buffered;                /* bytes of records copied out, not delivered yet */
 
 	uint64_t *chain;                /* scratch for one callchain */
 	size_t alloc_chain;
@@ -488,6 +492,7 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b)
 		pe->time = record_time((struct perf_event_header *)(c->buf + c->len));
 		c->len += h.size;
 		c->live++;
+		s->buffered += h.size;
 		tail += h.size;
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
@@ -735,6 +740,7 @@ static int deliver(struct perf_sampler *s, const struct perf_event_header *h, sa
  */
 static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, void *arg)
 {
+	uint64_t last_drain = time_mono_ns();
 	size_t i;
 	int ret = 0;
 
@@ -744,9 +750,24 @@ static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, 
 
 		ret = deliver(s, (struct perf_event_header *)(c->buf + s->pend[i].off), cb, arg);
 		c->live--;
+		s->buffered -= s->pend[i].len;
 		if (ret) {
 			i++;
 			break;
+		}
+		/*
+		 * Unwinding a batch of DWARF samples takes long enough for
+		 * 10 kHz of stack copies to fill the ring buffers: empty them
+		 * every millisecond meanwhile (into memory, up to a bound). What
+		 * is drained now was written after this pass began, so it sorts
+		 * after LIMIT and waits at the end of pend[] for the next pass
+		 * (not so for the final flush, which delivers everything).
+		 */
+		if ((i & 15) == 15 && limit != UINT64_MAX && s->buffered < DRAIN_LIMIT &&
+		    time_mono_ns() - last_drain > 1000000) {
+			for (unsigned k = 0; k < s->nr_cpus; k++)
+				drain_one(s, &s->cpus[k]);
+			last_drain = time_mono_ns();
 		}
 	}
 	if (i && i < s->nr_pend)
