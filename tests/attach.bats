@@ -19,19 +19,86 @@ tracer() {
 	awk '/^TracerPid:/ { print $2 }' "/proc/$1/status"
 }
 
-# Waits until proftool (pid $1) holds perf events and the target (pid $2) runs again.
+# Waits (up to 20 s: a loaded machine is slow) until proftool (pid $1) holds perf events and
+# the target (pid $2) runs again.
 wait_attached() {
-	for _ in $(seq 200); do
+	for _ in $(seq 1000); do
 		if ls -l "/proc/$1/fd" 2>/dev/null | grep -q 'perf_event' && [ "$(state "$2")" != T ]; then
 			return 0
 		fi
+		kill -0 "$1" 2>/dev/null || { echo "attach $1 ended before it held perf events" >&2; return 1; }
 		sleep 0.02
 	done
+	echo "attach $1 never held perf events for $2" >&2
 	return 1
 }
 
+# Waits (up to 20 s) until the target (pid $2) is traced by one of proftool's (pid $1) threads
+# (the ptrace backend seizes it with the options that follow clones and forks) and runs again.
+wait_traced() {
+	local t
+
+	for _ in $(seq 1000); do
+		t=$(tracer "$2")
+		if [ "$t" != 0 ] && [ -d "/proc/$1/task/$t" ] && [[ "$(state "$2")" != [Tt] ]]; then
+			return 0
+		fi
+		kill -0 "$1" 2>/dev/null || { echo "attach $1 ended before it traced $2" >&2; return 1; }
+		sleep 0.02
+	done
+	echo "attach $1 never traced $2" >&2
+	return 1
+}
+
+# burn_ticks PID N: waits until PID has used N more clock ticks of CPU; counts the target's
+# work, not time, so that a loaded machine does not leave the profile empty
+burn_ticks() {
+	local c0
+
+	c0=$(awk '{ print $14 + $15 }' "/proc/$1/stat")
+	for _ in $(seq 2400); do
+		[ $(($(awk '{ print $14 + $15 }' "/proc/$1/stat") - c0)) -ge "$2" ] && return 0
+		sleep 0.025
+	done
+	echo "process $1 did not use $2 ticks of CPU in a minute" >&2
+	return 1
+}
+
+# signal_attach SIGNAL BACKEND: SIGNAL to 'proftool attach --backend BACKEND' stops it: it
+# writes the profile, exits 0, and the target goes on running, neither stopped nor traced.
+signal_attach() {
+	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
+	target=$!
+	disown "$target"   # killed in teardown: no job notice
+	"$PROFTOOL" attach -q --backend "$2" -o sig.data "$target" 2>err.txt &
+	rec=$!
+	if [ "$2" = ptrace ]; then
+		wait_traced "$rec" "$target"
+	else
+		wait_attached "$rec" "$target"
+	fi
+	burn_ticks "$target" 30
+	kill -"$1" "$rec"
+	wait "$rec" && st=0 || st=$?
+	[ "$st" -eq 0 ] || { echo "attach exited $st: $(cat err.txt)"; false; }
+	[ ! -s err.txt ] || { echo "stderr: $(cat err.txt)"; false; }
+	[[ "$(state "$target")" == [RS] ]]
+	for t in /proc/"$target"/task/*; do
+		[ "$(awk '/^TracerPid:/ { print $2 }' "$t/status")" = 0 ]
+	done
+	# no temporary profile (.sig.data.XXXXXX) left beside it
+	[ -s sig.data ]
+	[ -z "$(find . -maxdepth 1 -name '.sig.data*')" ]
+	run --separate-stderr "$PROFTOOL" report --format folded sig.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"main;leaf_a "* ]]
+	# the target still runs: it goes on using CPU
+	burn_ticks "$target" 5
+}
+
 @test "attach to a running 50/30/20 program: shares right, target left running and untraced" {
-	"$WORKLOADS_NOFP/split" 8 >out.txt 2>&1 &
+	# about 5 s of CPU (more on a loaded machine): it outlives the 2 s attach, then ends by itself
+	"$WORKLOADS_NOFP/split" 5 >out.txt 2>err.txt &
 	target=$!
 	sleep 0.2
 	run --separate-stderr "$PROFTOOL" attach -q --duration 2 -o a.data "$target"
@@ -47,11 +114,13 @@ wait_attached() {
 	near "$(self_share leaf_b <<<"$output")" 30 5
 	near "$(self_share leaf_c <<<"$output")" 20 5
 	at_least "$(ancestor_share leaf_a main <<<"$output")" 95
-	# and it finishes normally
-	kill -TERM "$target"
+	# and it finishes by itself, as it would have unprofiled: status 0, no output (split prints
+	# nothing when it succeeds)
 	wait "$target" && st=0 || st=$?
-	[ "$st" -eq 143 ]
 	target=
+	[ "$st" -eq 0 ]
+	[ ! -s out.txt ] || { echo "stdout: $(cat out.txt)"; false; }
+	[ ! -s err.txt ] || { echo "stderr: $(cat err.txt)"; false; }
 }
 
 @test "attach follows a thread and a child created after it attached" {
@@ -74,21 +143,44 @@ wait_attached() {
 	[[ "$output" == *"(late_child_work)"* ]]
 }
 
-@test "SIGINT stops attach, writes the profile and leaves the target running" {
-	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
+@test "attach --backend ptrace follows a thread and a child created after it attached" {
+	"$WORKLOADS_NOFP/late" go >/dev/null 2>&1 &
 	target=$!
-	"$PROFTOOL" attach -q -o int.data "$target" &
+	# attach ends when its target does; --duration 60 only guards against a hang
+	"$PROFTOOL" attach -q --backend ptrace --duration 60 -o late.data "$target" 2>err.txt &
 	rec=$!
-	wait_attached "$rec" "$target"
-	sleep 0.5
-	kill -INT "$rec"
-	wait "$rec" && st=0 || st=$?
+	wait_traced "$rec" "$target"
+	touch go
+	# late exits 1 unless its child exited normally: under ptrace the fork is traced too
+	wait "$target" && st=0 || st=$?
+	target=
 	[ "$st" -eq 0 ]
-	[[ "$(state "$target")" == [RS] ]]
-	[ "$(tracer "$target")" = 0 ]
-	run --separate-stderr "$PROFTOOL" report --format folded int.data
+	wait "$rec" && st=0 || st=$?
+	[ "$st" -eq 0 ] || { echo "attach exited $st: $(cat err.txt)"; false; }
+	run --separate-stderr "$PROFTOOL" report --per-thread late.data
 	[ "$status" -eq 0 ]
-	[[ "$output" == *leaf_a* ]]
+	[[ "$output" == *"ptrace backend"* ]]
+	[[ "$output" == *"=== late-main (pid "* ]]
+	[[ "$output" == *"=== late-thread (pid "* ]]
+	[[ "$output" == *"=== late-child (pid "* ]]
+	[[ "$output" == *"(late_thread_work)"* ]]
+	[[ "$output" == *"(late_child_work)"* ]]
+}
+
+@test "SIGINT stops attach, writes the profile and leaves the target running" {
+	signal_attach INT perf
+}
+
+@test "SIGTERM stops attach (perf backend): profile written, exit 0, target running, untraced" {
+	signal_attach TERM perf
+}
+
+@test "SIGTERM stops attach (ptrace backend): profile written, exit 0, target running, untraced" {
+	signal_attach TERM ptrace
+}
+
+@test "SIGINT stops attach (ptrace backend): profile written, exit 0, target running, untraced" {
+	signal_attach INT ptrace
 }
 
 @test "attach ends when the target exits, with its whole profile" {
@@ -105,6 +197,7 @@ wait_attached() {
 @test "a process that was stopped is left stopped" {
 	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
 	stopped=$!
+	disown "$stopped"   # killed in teardown: no job notice
 	kill -STOP "$stopped"
 	for _ in $(seq 100); do [ "$(state "$stopped")" = T ] && break; sleep 0.01; done
 	run --separate-stderr "$PROFTOOL" attach -q --duration 0.3 -o st.data "$stopped"
@@ -125,11 +218,14 @@ wait_attached() {
 		[[ "$stderr" == *"kernel thread"* ]]
 	fi
 	run --separate-stderr "$PROFTOOL" attach
-	[ "$status" -eq 2 ] && one_error_line
+	[ "$status" -eq 2 ]
+	one_error_line
 	run --separate-stderr "$PROFTOOL" attach abc
-	[ "$status" -eq 2 ] && one_error_line
+	[ "$status" -eq 2 ]
+	one_error_line
 	run --separate-stderr "$PROFTOOL" attach 1 2
-	[ "$status" -eq 2 ] && one_error_line
+	[ "$status" -eq 2 ]
+	one_error_line
 }
 
 @test "an unprivileged user cannot attach to another user's process" {
@@ -137,6 +233,7 @@ wait_attached() {
 	command -v setpriv >/dev/null || skip "setpriv (util-linux) is missing"
 	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
 	target=$!
+	disown "$target"   # killed in teardown: no job notice
 	run --separate-stderr setpriv --reuid=nobody --regid=nogroup --clear-groups \
 		"$PROFTOOL" attach -q --duration 0.5 -o /tmp/never.data "$target"
 	[ "$status" -eq 1 ]

@@ -53,15 +53,18 @@ usage_fails() {
 @test "a directory, a garbage file, an empty file" {
 	mkdir d
 	run --separate-stderr "$PROFTOOL" report d
-	[ "$status" -eq 1 ] && one_error_line
+	[ "$status" -eq 1 ]
+	one_error_line
 	head -c 3000 /dev/urandom >garbage.data
 	printf '\x00' | dd of=garbage.data bs=1 count=1 conv=notrunc 2>/dev/null
 	run --separate-stderr "$PROFTOOL" report garbage.data
-	[ "$status" -eq 1 ] && one_error_line
+	[ "$status" -eq 1 ]
+	one_error_line
 	[[ "$stderr" == *"not a proftool profile"* ]]
 	: >empty.data
 	run --separate-stderr "$PROFTOOL" report empty.data
-	[ "$status" -eq 1 ] && one_error_line
+	[ "$status" -eq 1 ]
+	one_error_line
 	[[ "$stderr" == *"empty"* ]]
 }
 
@@ -96,18 +99,21 @@ usage_fails() {
 @test "a foreign file: JSON or gzip that is not a profile, and perf.data" {
 	echo '{"traceEvents": []}' | gzip >foreign.data
 	run --separate-stderr "$PROFTOOL" report foreign.data
-	[ "$status" -eq 1 ] && one_error_line
+	[ "$status" -eq 1 ]
+	one_error_line
 	[[ "$stderr" == *"not a proftool profile"* ]]
 	printf 'PERFILE2\0\0\0\0' >perf.data
 	run --separate-stderr "$PROFTOOL" report perf.data
-	[ "$status" -eq 1 ] && one_error_line
+	[ "$status" -eq 1 ]
+	one_error_line
 	[[ "$stderr" == *"not a proftool profile"* ]]
 }
 
 @test "a profile from a newer proftool" {
 	echo '{"format":"proftool-profile","version":99}' | gzip >new.data
 	run --separate-stderr "$PROFTOOL" report new.data
-	[ "$status" -eq 1 ] && one_error_line
+	[ "$status" -eq 1 ]
+	one_error_line
 	[[ "$stderr" == *"newer proftool"* ]]
 }
 
@@ -140,13 +146,17 @@ usage_fails() {
 
 @test "--help, help COMMAND and --version" {
 	run "$PROFTOOL" --help
-	[ "$status" -eq 0 ] && [[ "$output" == *record*attach*report* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == *record*attach*report* ]]
 	run "$PROFTOOL" help record
-	[ "$status" -eq 0 ] && [[ "$output" == "usage: proftool record"* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == "usage: proftool record"* ]]
 	run "$PROFTOOL" report --help
-	[ "$status" -eq 0 ] && [[ "$output" == "usage: proftool report"* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == "usage: proftool report"* ]]
 	run "$PROFTOOL" --version
-	[ "$status" -eq 0 ] && [[ "$output" =~ ^proftool\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^proftool\ [0-9]+\.[0-9]+\.[0-9]+$ ]]
 }
 
 @test "a write error on stdout is a failure" {

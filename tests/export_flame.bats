@@ -244,7 +244,7 @@ check_browser_result() {
 		# XML namespace names are identifiers, not fetched
 		grep -o 'https\?://[^"'"'"' <>)]*' "$f" | grep -v '^http://www.w3.org/2000/svg$' >refs || true
 		[ ! -s refs ] || { echo "$f refers to: $(cat refs)"; false; }
-		! grep -Eq '<(link|img|iframe|object|embed)[ >]|<script[^>]*src=|(xlink:)?href=|@import|url\(' "$f"
+		! grep -Eq '<(link|img|iframe|object|embed)[ >]|<script[^>]*src=|(xlink:)?href=|@import|url\(' "$f" || false
 	done
 	"$PROFTOOL" report --format svg -o out.svg split.data
 	cmp out.svg split.svg
@@ -273,7 +273,7 @@ check_browser_result() {
 	"$PROFTOOL" report --format svg cxx.data >cxx.svg
 	frames cxx.svg >f
 	grep -q $'^model::Layer<unsigned long>::forward(unsigned long, unsigned long) const' f
-	! grep -q '<unsigned long>' cxx.svg
+	! grep -q '<unsigned long>' cxx.svg || false
 	# hand-made names: markup, quotes, CDATA and script ends, a tab, a control byte, non-ASCII
 	{
 		printf 'main;a<b>&"c'"'"'d 40\n'

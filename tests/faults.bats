@@ -262,7 +262,7 @@ start_long_record() {
 	run --separate-stderr "$PROFTOOL" report --format folded burst.data
 	[ "$status" -eq 0 ]
 	at_least "$(self_share burst_child_work <<<"$output")" 80
-	! grep -q '^\[unknown\]' <<<"$output"
+	! grep -q '^\[unknown\]' <<<"$output" || false
 	no_temp_files .
 	no_process "^$WORKLOADS/burst 200"
 }
@@ -570,13 +570,15 @@ hup_attach() {
 	echo precious >target.txt
 	ln -s target.txt link.data
 	record_to link.data -- "$WORKLOADS/split" 0.05
-	[ -f link.data ] && [ ! -L link.data ]
+	[ -f link.data ]
+	[ ! -L link.data ]
 	[ "$(cat target.txt)" = precious ]
 	"$PROFTOOL" report link.data >/dev/null
 	mkdir elsewhere
 	ln -s elsewhere/created dangling.data
 	record_to dangling.data -- "$WORKLOADS/split" 0.05
-	[ -f dangling.data ] && [ ! -L dangling.data ]
+	[ -f dangling.data ]
+	[ ! -L dangling.data ]
 	[ ! -e elsewhere/created ]
 	no_temp_files .
 }
@@ -622,7 +624,8 @@ hup_attach() {
 		# 'timeout': the old behaviour blocked for ever on the FIFOs
 		run --separate-stderr timeout -k 5 120 "$PROFTOOL" record -q -o "$sticky/$f.data" -- "$WORKLOADS/split" 0.05
 		[ "$status" -eq 0 ] || { echo "$f.data: status $status: $stderr"; false; }
-		[ -f "$sticky/$f.data" ] && [ ! -L "$sticky/$f.data" ]
+		[ -f "$sticky/$f.data" ]
+		[ ! -L "$sticky/$f.data" ]
 		[ "$(stat -c %u "$sticky/$f.data")" = 0 ]
 		"$PROFTOOL" report "$sticky/$f.data" >/dev/null
 	done
@@ -645,7 +648,7 @@ hup_attach() {
 	[ "$status" -eq 0 ] || { cat trace.txt; false; }
 	grep -qE 'openat\(AT_FDCWD, "out/\.p\.data\.[A-Za-z0-9]{6}", O_RDWR\|O_CREAT\|O_EXCL' trace.txt
 	grep -qE 'rename(at2?)?\((AT_FDCWD, )?"out/\.p\.data\.[A-Za-z0-9]{6}", (AT_FDCWD, )?"out/p\.data"' trace.txt
-	! grep -E 'openat\(AT_FDCWD, "out/p\.data"' trace.txt
+	! grep -E 'openat\(AT_FDCWD, "out/p\.data"' trace.txt || false
 	no_temp_files out
 }
 

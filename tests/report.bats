@@ -69,13 +69,58 @@ sorted_by() {
 	sort -c names
 }
 
-@test "--sort filename and nfl order by file, then line" {
+# keys: the table rows on stdin as "name<TAB>file<TAB>line", the file being the module when
+# the row has no file (as the man page says --sort filename and nfl use them), line 0 then
+keys() {
+	awk '/filename:lineno\(function\)/ { on = 1; next }
+	on && /^ *[0-9]+\/[0-9]+ / {
+		l = $0
+		for (i = 1; i <= 5; i++) sub(/^ *[^ ]+/, "", l)
+		sub(/^ +/, "", l)
+		if (match(l, /^[^(]*:[0-9]+\(/)) {            # file:line(name)
+			head = substr(l, 1, RLENGTH - 1); name = substr(l, RLENGTH + 1)
+			k = match(head, /:[0-9]+$/); file = substr(head, 1, k - 1); line = substr(head, k + 1)
+		} else if (l ~ /^\[kernel\] /) {               # [kernel] name
+			name = l; file = "[kernel]"; line = 0
+		} else if (match(l, /^[^(]+\(/)) {             # module(name)
+			file = substr(l, 1, RLENGTH - 1); name = substr(l, RLENGTH + 1); line = 0
+		} else {                                        # module+0xOFFSET
+			name = l; file = l; sub(/\+0x.*/, "", file); line = 0
+		}
+		sub(/\)$/, "", name)
+		print name "\t" file "\t" line
+	}'
+}
+
+@test "--sort filename and nfl order by file, then line / by name, file, line" {
 	run --separate-stderr "$PROFTOOL" report --sort filename --limit 0 split.data
 	[ "$status" -eq 0 ]
-	rows <<<"$output" | awk '{ print $5 }' | grep 'split.c:' | sed 's/(.*//' >files
-	sort -t: -k1,1 -k2,2n -c files
+	keys <<<"$output" >fl
+	cat fl
+	[ "$(wc -l <fl)" -ge 6 ]
+	# ascending by file (or module) in byte order, then by line; ties in any order (-s)
+	LC_ALL=C sort -s -t $'\t' -k2,2 -k3,3n -c fl
+	# split.c's functions come together, in the order of their lines
+	lines=$(awk -F '\t' '$2 ~ /split\.c$/ { print NR, $1, $3 }' fl)
+	echo "$lines"
+	[ "$(awk '{ print $2 }' <<<"$lines" | tr '\n' ' ')" = "leaf_a leaf_b leaf_c main " ]
+	awk 'NR > 1 && ($1 != prev + 1 || $3 <= pline) { exit 1 } { prev = $1; pline = $3 }' <<<"$lines"
+	src="$BATS_TEST_DIRNAME/workloads/split.c"
+	[ "$(awk '$2 == "leaf_a" { print $3 }' <<<"$lines")" -eq "$(grep -n 'void leaf_a(' "$src" | cut -d: -f1)" ]
+	[ "$(awk '$2 == "main" { print $3 }' <<<"$lines")" -eq "$(grep -n '^int main(' "$src" | cut -d: -f1)" ]
+	# the order covers rows of other files and modules too (libc's start-up code, _start)
+	[ "$(cut -f2 fl | sort -u | wc -l)" -ge 3 ]
+
 	run --separate-stderr "$PROFTOOL" report --sort nfl --limit 0 split.data
 	[ "$status" -eq 0 ]
+	keys <<<"$output" >nfl
+	cat nfl
+	# the same rows, ordered by name, then file, then line
+	[ "$(sort fl)" = "$(sort nfl)" ]
+	LC_ALL=C sort -s -t $'\t' -k1,1 -k2,2 -k3,3n -c nfl
+	[ "$(awk -F '\t' '$1 ~ /^(leaf_[abc]|main)$/ { printf "%s ", $1 }' nfl)" = "leaf_a leaf_b leaf_c main " ]
+	# and the two orders are not the same one
+	[ "$(cut -f1 fl)" != "$(cut -f1 nfl)" ]
 }
 
 @test "--limit shows that many rows and says how many are hidden" {
@@ -216,7 +261,7 @@ sorted_by() {
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"=== forked-child (pid "*") === "* ]]
 	[[ "$output" == *"=== split (pid "*") === "* ]]
-	! grep -q 'tid' <<<"$(grep '^===' <<<"$output")"
+	! grep -q 'tid' <<<"$(grep '^===' <<<"$output")" || false
 	# the sections add up to the whole
 	total=$(sed -n 's/^\([0-9]*\) samples over.*/\1/p' <<<"$output")
 	sum=$(awk '/^=== / { s += $(NF - 2) } END { print s }' <<<"$output")
@@ -225,7 +270,9 @@ sorted_by() {
 	all=$("$PROFTOOL" report split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
 	a=$("$PROFTOOL" report --time-range -0.3 split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
 	b=$("$PROFTOOL" report --time-range 0.3- split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
-	[ "$a" -gt 0 ] && [ "$b" -gt 0 ] && [ "$a" -lt "$all" ]
+	[ "$a" -gt 0 ]
+	[ "$b" -gt 0 ]
+	[ "$a" -lt "$all" ]
 	[ "$((a + b))" -eq "$all" ]
 	run --separate-stderr "$PROFTOOL" report --time-range 5-2 split.data
 	[ "$status" -eq 2 ]
