@@ -39,6 +39,9 @@ static const char report_usage[] =
 	"                       the recording began (either side may be left out)\n"
 	"  --pid P, --tid T     keep only samples of process P or thread T\n"
 	"  --comm NAME          keep only samples of threads or processes named NAME\n"
+	"  --state on-cpu|off-cpu\n"
+	"                       wall-mode profiles: keep only samples of threads running\n"
+	"                       (or runnable), or only of threads sleeping or blocked\n"
 	"  -o OUT               write the report to OUT instead of standard output\n"
 	"  -h, --help           show this help\n";
 
@@ -54,6 +57,7 @@ enum {
 	OPT_PER_PROCESS,
 	OPT_TIME_RANGE,
 	OPT_MATCH,
+	OPT_STATE,
 };
 
 static const struct option report_options[] = {
@@ -68,6 +72,7 @@ static const struct option report_options[] = {
 	{ "per-process", no_argument, NULL, OPT_PER_PROCESS },
 	{ "time-range", required_argument, NULL, OPT_TIME_RANGE },
 	{ "match", required_argument, NULL, OPT_MATCH },
+	{ "state", required_argument, NULL, OPT_STATE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -150,6 +155,14 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 		case OPT_COMM:
 			o->ro.filter.comm = optarg;
 			break;
+		case OPT_STATE:
+			if (!strcmp(optarg, "on-cpu"))
+				o->ro.filter.state = PROFILE_STATE_ON_CPU;
+			else if (!strcmp(optarg, "off-cpu"))
+				o->ro.filter.state = PROFILE_STATE_OFF_CPU;
+			else
+				return usage_error("report", "--state takes on-cpu or off-cpu, not '%s'", optarg);
+			break;
 		case OPT_PER_PROCESS:
 			o->ro.per_process = true;
 			break;
@@ -231,6 +244,7 @@ static int do_report(struct report_cmd_opts *o)
 {
 	struct profile *p = load(o);
 	struct output out;
+	bool wall;
 	int ret;
 
 	if (!p)
@@ -249,15 +263,21 @@ static int do_report(struct report_cmd_opts *o)
 	o->ro.inputs = o->inputs;
 	o->ro.nr_inputs = o->nr_inputs;
 	ret = report_write(out.fp, p, &o->ro);
+	wall = p->meta.mode && !strcmp(p->meta.mode, "wall");
 	profile_free(p);
 	if (ret == -ENOENT) {
 		output_abort(&out);
 		error("no function matches --match '%s'; '--format table --limit 0' lists them", o->ro.match ? o->ro.match : "");
 		return EXIT_FAIL;
 	}
+	if (ret == -ENODATA && o->ro.filter.state && !wall) {
+		output_abort(&out);
+		error("--state needs a wall-mode profile, which knows what each thread was doing; record with --mode wall");
+		return EXIT_FAIL;
+	}
 	if (ret == -ENODATA) {
 		output_abort(&out);
-		error("no samples match the --pid/--tid/--comm/--time-range filters; 'proftool report --per-thread' lists the threads");
+		error("no samples match the --pid/--tid/--comm/--time-range/--state filters; 'proftool report --per-thread' lists the threads");
 		return EXIT_FAIL;
 	}
 	return output_finish(&out, ret);

@@ -253,7 +253,7 @@ void sampling_begin(struct sampling_run *r)
 	r->start_ns = time_mono_ns();
 	r->start_real_ns = time_real_ns();
 	r->syms = sym_session_new(&(struct sym_opts){ .start_ns = r->start_ns,
-						     .weight_ns = 1000000000ull / r->o->freq,
+						     .weight_ns = (uint32_t)(1000000000ull / r->o->freq),
 						     .spill_dir = dir, .spill_chunk = chunk });
 	free(dir);
 }

@@ -217,6 +217,7 @@ static bool str_same(const char *a, const char *b)
 static bool same_profile(const struct profile *p, const struct profile *q)
 {
 	const struct profile_meta *a = &p->meta, *b = &q->meta;
+	bool wall = a->mode && !strcmp(a->mode, "wall");
 
 	if (p->nr_funcs != q->nr_funcs || p->nr_locs != q->nr_locs || p->nr_stacks != q->nr_stacks ||
 	    p->nr_procs != q->nr_procs || p->nr_threads != q->nr_threads ||
@@ -259,7 +260,9 @@ static bool same_profile(const struct profile *p, const struct profile *q)
 		if (p->samples[i].time_ns != q->samples[i].time_ns ||
 		    p->samples[i].thread != q->samples[i].thread ||
 		    p->samples[i].stack != q->samples[i].stack ||
-		    p->samples[i].weight_ns != q->samples[i].weight_ns)
+		    p->samples[i].weight_ns != q->samples[i].weight_ns ||
+		    /* the state column is written for wall-mode profiles only */
+		    (wall && p->samples[i].state != q->samples[i].state))
 			return false;
 	return true;
 }

@@ -174,7 +174,7 @@ static void zput_int(struct zout *z, int64_t v, bool first)
 	zput(z, q, (size_t)(e - q));
 }
 
-enum column { COL_TIME, COL_THREAD, COL_STACK };
+enum column { COL_TIME, COL_THREAD, COL_STACK, COL_STATE };
 
 static int write_column(struct zout *z, const struct profile *p, enum column col)
 {
@@ -187,7 +187,8 @@ static int write_column(struct zout *z, const struct profile *p, enum column col
 		uint64_t us = s->time_ns / 1000;
 
 		zput_int(z, col == COL_TIME ? (int64_t)(us - prev_us) :
-			    col == COL_THREAD ? (int64_t)s->thread : (int64_t)s->stack, first);
+			    col == COL_THREAD ? (int64_t)s->thread :
+			    col == COL_STACK ? (int64_t)s->stack : (int64_t)s->state, first);
 		prev_us = us;
 		first = false;
 	}
@@ -198,11 +199,13 @@ static int write_column(struct zout *z, const struct profile *p, enum column col
 static int write_samples(struct zout *z, const struct profile *p)
 {
 	static const char *const heads[] = {
-		",\"samples\":{\"time_us_delta\":[", "],\"thread\":[", "],\"stack\":["
+		",\"samples\":{\"time_us_delta\":[", "],\"thread\":[", "],\"stack\":[", "],\"state\":["
 	};
+	/* the state column only where it says something: wall mode */
+	enum column last = p->meta.mode && !strcmp(p->meta.mode, "wall") ? COL_STATE : COL_STACK;
 	int ret = 0;
 
-	for (enum column c = COL_TIME; c <= COL_STACK && !ret; c++) {
+	for (enum column c = COL_TIME; c <= last && !ret; c++) {
 		zputs(z, heads[c]);
 		ret = write_column(z, p, c);
 	}
@@ -436,7 +439,8 @@ static void read_meta(struct profile *p, json_t *meta)
 	m->kernel = meta_str(meta, "kernel");
 	/* a frequency that does not fit reads as unknown, not as what is left after truncation */
 	m->freq = meta_u64(meta, "freq") <= UINT32_MAX ? (uint32_t)meta_u64(meta, "freq") : 0;
-	m->period_ns = meta_u64(meta, "period_ns");
+	/* likewise a period past UINT32_MAX ns (4 s): proftool's are 1 s at most */
+	m->period_ns = meta_u64(meta, "period_ns") <= UINT32_MAX ? meta_u64(meta, "period_ns") : 0;
 	m->start_real_ns = meta_u64(meta, "start_real_ns");
 	m->duration_ns = meta_u64(meta, "duration_ns");
 	m->lost = meta_u64(meta, "lost");
@@ -538,6 +542,8 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 	n = a ? json_array_size(a) : 0;
 	b = get_array(r, sa, "thread", n, true);
 	c = get_array(r, sa, "stack", n, true);
+	/* optional, added without a version bump: wall-mode files have it */
+	d = json_object_get(sa, "state") ? get_array(r, sa, "state", n, true) : NULL;
 	if (r->bad)
 		return;
 	if (n && (!p->nr_threads || !p->nr_stacks)) {
@@ -550,13 +556,15 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 		json_int_t dt = get_int_at(r, a, i, -(json_int_t)t_us, INT64_MAX / 2, "sample time");
 		uint32_t th = get_int_at(r, b, i, 0, (json_int_t)p->nr_threads - 1, "sample thread");
 		uint32_t sk = get_int_at(r, c, i, 0, (json_int_t)p->nr_stacks - 1, "sample stack");
+		enum profile_state state = d ? (enum profile_state)get_int_at(r, d, i, 0, PROFILE_STATE_NR - 1,
+									     "sample state") : PROFILE_STATE_UNKNOWN;
 
 		if (dt > (json_int_t)(UINT64_MAX / 1000 - t_us)) {
 			bad(r, "sample time %zu is out of range", i);
 			break;
 		}
 		t_us += dt;
-		profile_add_sample(p, t_us * 1000, th, sk, p->meta.period_ns);
+		profile_add_sample(p, t_us * 1000, th, sk, (uint32_t)p->meta.period_ns, state);
 	}
 }
 

@@ -153,7 +153,7 @@ uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
 }
 
 void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
-			uint32_t stack, uint64_t weight_ns)
+			uint32_t stack, uint32_t weight_ns, enum profile_state state)
 {
 	struct profile_sample *s;
 
@@ -164,6 +164,7 @@ void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
 	s->thread = thread;
 	s->stack = stack;
 	s->weight_ns = weight_ns;
+	s->state = (uint8_t)state;
 }
 
 /* Where the process and its threads start, in glibc, musl and the dynamic loader. */
@@ -266,7 +267,8 @@ void profile_merge(struct profile *dst, const struct profile *src)
 	for (size_t i = 0; i < src->nr_samples; i++) {
 		const struct profile_sample *s = &src->samples[i];
 
-		profile_add_sample(dst, s->time_ns, tmap[s->thread], smap[s->stack], s->weight_ns);
+		profile_add_sample(dst, s->time_ns, tmap[s->thread], smap[s->stack], s->weight_ns,
+				   (enum profile_state)s->state);
 	}
 	for (size_t i = 0; i < src->meta.nr_stops; i++)
 		profile_add_unwind_stop(dst, src->meta.stops[i].reason, src->meta.stops[i].module,

@@ -60,11 +60,20 @@ struct profile_thread {
 	char *comm;
 };
 
+/* What the thread was doing when sampled: known in wall mode only. */
+enum profile_state {
+	PROFILE_STATE_UNKNOWN,
+	PROFILE_STATE_ON_CPU,   /* running, or runnable and waiting for a CPU */
+	PROFILE_STATE_OFF_CPU,  /* sleeping, blocked on a lock or I/O, stopped */
+	PROFILE_STATE_NR
+};
+
 struct profile_sample {
 	uint64_t time_ns;    /* since the recording started */
 	uint32_t thread;
 	uint32_t stack;      /* leaf node; never PROFILE_NONE */
-	uint64_t weight_ns;  /* time this sample stands for (its file's period) */
+	uint32_t weight_ns;  /* time this sample stands for (its file's period, at most 1 s) */
+	uint8_t state;       /* enum profile_state */
 };
 
 /* How many stacks stopped early for one reason (and module, when there is one). */
@@ -126,7 +135,7 @@ uint32_t profile_add_process(struct profile *p, int32_t pid, int32_t ppid,
 uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
 			    const char *comm);
 void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
-			uint32_t stack, uint64_t weight_ns);
+			uint32_t stack, uint32_t weight_ns, enum profile_state state);
 
 /* Adds COUNT to the unwind-stop entry for (REASON, MODULE); counts saturate at INT64_MAX. */
 void profile_add_unwind_stop(struct profile *p, const char *reason, const char *module,

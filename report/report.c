@@ -78,7 +78,7 @@ static bool *select_samples(const struct profile *p, const struct report_filter 
 		uint64_t t = p->samples[i].time_ns;
 
 		keep[i] = thread_ok[p->samples[i].thread] && t >= f->from_ns &&
-			  (!f->to_ns || t < f->to_ns);
+			  (!f->to_ns || t < f->to_ns) && (!f->state || p->samples[i].state == f->state);
 		*kept += keep[i];
 	}
 	free(thread_ok);
@@ -152,7 +152,7 @@ static void print_header(FILE *out, const struct profile *p, const struct report
 			 const bool *keep, uint64_t kept)
 {
 	const struct profile_meta *m = &p->meta;
-	uint64_t complete = 0;
+	uint64_t complete = 0, states[PROFILE_STATE_NR] = { 0 };
 	size_t nr_procs = 0, nr_threads = 0;
 	bool *seen_p = xcalloc(p->nr_procs + 1, 1), *seen_t = xcalloc(p->nr_threads + 1, 1);
 	int8_t *node_ok = xcalloc(p->nr_stacks + 1, 1); /* 0 unknown, 1 complete, -1 not */
@@ -167,6 +167,7 @@ static void print_header(FILE *out, const struct profile *p, const struct report
 		if (!node_ok[s->stack])
 			node_ok[s->stack] = report_stack_complete(p, s->stack) ? 1 : -1;
 		complete += node_ok[s->stack] > 0;
+		states[s->state < PROFILE_STATE_NR ? s->state : PROFILE_STATE_UNKNOWN]++;
 		if (!seen_t[s->thread]) {
 			seen_t[s->thread] = 1;
 			nr_threads++;
@@ -214,6 +215,16 @@ static void print_header(FILE *out, const struct profile *p, const struct report
 	else
 		fprintf(out, "; sampling rates differ between the merged files");
 	fputc('\n', out);
+	/* wall mode: what the threads were doing, the split of the table's time */
+	if (states[PROFILE_STATE_ON_CPU] + states[PROFILE_STATE_OFF_CPU]) {
+		fprintf(out, "Thread states: on CPU (running or runnable) %" PRIu64 " (%.1f%%), "
+			"off CPU (sleeping, blocked) %" PRIu64 " (%.1f%%)",
+			states[PROFILE_STATE_ON_CPU], 100.0 * states[PROFILE_STATE_ON_CPU] / kept,
+			states[PROFILE_STATE_OFF_CPU], 100.0 * states[PROFILE_STATE_OFF_CPU] / kept);
+		if (states[PROFILE_STATE_UNKNOWN])
+			fprintf(out, ", unknown %" PRIu64, states[PROFILE_STATE_UNKNOWN]);
+		fputs("; --state on-cpu|off-cpu keeps one\n", out);
+	}
 	fprintf(out, "Stacks unwound to their root: %" PRIu64 " of %" PRIu64 " (%.1f%%)\n",
 		complete, kept, kept ? 100.0 * complete / kept : 0.0);
 	print_unwind_stops(out, m, kept - complete);

@@ -44,6 +44,7 @@ struct report_filter {
 	int32_t tid;
 	const char *comm;       /* thread or process name */
 	uint64_t from_ns, to_ns; /* time since the start; to_ns 0 = to the end */
+	uint8_t state;          /* enum profile_state; PROFILE_STATE_UNKNOWN = any */
 };
 
 struct report_opts {

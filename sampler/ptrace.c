@@ -581,8 +581,11 @@ static uint64_t read_stack(pid_t pid, uint64_t sp, uint8_t *buf, uint64_t size)
 	return got > 0 ? (uint64_t)got : 0;
 }
 
-/* Reads the sample of TID, which is in its interrupt stop, and lets it go. */
-static void take_sample(struct ptrace_sampler *s, pid_t tid)
+/*
+ * Reads the sample of TID, which is in its interrupt stop, and lets it go.
+ * STATE is what the thread was doing just before it was interrupted.
+ */
+static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state state)
 {
 	struct user_regs_struct regs;
 	struct iovec iov = { &regs, sizeof(regs) };
@@ -605,6 +608,7 @@ static void take_sample(struct ptrace_sampler *s, pid_t tid)
 	r.sample.chain = &ip;
 	r.sample.nr_chain = 1;
 	r.sample.period = s->period_ns;
+	r.sample.state = state;
 	if (s->opts.callgraph != SAMPLER_CG_NONE) {
 		/* frame pointers or not, the unwinder does better from registers and stack */
 		r.sample.regs = perf_regs;
@@ -634,15 +638,27 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 {
 	uint64_t deadline = time_mono_ns() + WAIT_LIMIT_NS;
 	struct timespec nap = { 0, 0 };
+	enum sampler_state *states = xmalloc(st_mult(n + 1, sizeof(*states)));
 	size_t left = 0;
 	sigset_t chld;
 
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 
-	for (size_t i = 0; i < n; i++)
-		if (ptrace(PTRACE_INTERRUPT, tids[i], 0, 0) == 0)
+	/*
+	 * Wall mode: whether each thread runs or waits, read from /proc just
+	 * before it is interrupted (the stop itself makes it look stopped).
+	 */
+	for (size_t i = 0; i < n; i++) {
+		struct task *t = s->opts.wall ? find_task(s, tids[i]) : NULL;
+		char st = t ? proc_task_state(t->pid, t->tid, NULL) : 0;
+
+		if (ptrace(PTRACE_INTERRUPT, tids[i], 0, 0) == 0) {
+			states[left] = !st ? SAMPLER_STATE_UNKNOWN : st == 'R' ? SAMPLER_STATE_RUNNING :
+				       SAMPLER_STATE_WAITING;
 			tids[left++] = tids[i];
+		}
+	}
 	while (left) {
 		struct rusage ru;
 		int status;
@@ -666,14 +682,29 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 		for (k = 0; k < left && tids[k] != w; k++)
 			;
 		if (k < left && is_interrupt_stop(status)) {
+			enum sampler_state st = states[k];
+
 			tids[k] = tids[--left];
-			take_sample(s, w);
+			states[k] = states[left];
+			take_sample(s, w, st);
 			continue;
 		}
 		if (!find_task(s, w) && w != s->root && (status >> 16) == PTRACE_EVENT_STOP)
 			add_task(s, w, tgid_of(w));
-		if (handle_status(s, w, status, &ru) && k < left)
+		if (handle_status(s, w, status, &ru) && k < left) {
 			tids[k] = tids[--left];
+			states[k] = states[left];
+		}
+	}
+	free(states);
+	if (left) {
+		/* threads that did not stop in time (a busy machine): their samples are lost, and said so */
+		struct sampler_rec r;
+
+		memset(&r, 0, sizeof(r));
+		r.type = SAMPLER_REC_LOST;
+		r.lost.count = left;
+		emit(s, &r);
 	}
 }
 

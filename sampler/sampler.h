@@ -58,6 +58,13 @@ enum sampler_rec_type {
  * One record, valid only during the callback: pointers refer to the
  * sampler's buffers. Records reach the callback in timestamp order.
  */
+/* What a sampled thread was doing (wall mode; unknown otherwise). */
+enum sampler_state {
+	SAMPLER_STATE_UNKNOWN,
+	SAMPLER_STATE_RUNNING,  /* on a CPU or waiting for one (state R) */
+	SAMPLER_STATE_WAITING,  /* sleeping, blocked in a lock or I/O (S, D...) */
+};
+
 struct sampler_rec {
 	enum sampler_rec_type type;
 	uint64_t time;          /* CLOCK_MONOTONIC, ns */
@@ -76,6 +83,7 @@ struct sampler_rec {
 			uint64_t regs_mask;
 			const uint8_t *stack;   /* copy of the user stack from SP */
 			uint64_t stack_size;    /* bytes valid in stack */
+			enum sampler_state state; /* wall mode: running or waiting */
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;

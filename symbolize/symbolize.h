@@ -24,7 +24,7 @@ struct sym_session;
 
 struct sym_opts {
 	uint64_t start_ns;      /* CLOCK_MONOTONIC origin of sample times */
-	uint64_t weight_ns;     /* time one sample stands for */
+	uint32_t weight_ns;     /* time one sample stands for (1 s at most) */
 	const char *spill_dir;  /* where samples past SPILL_CHUNK go (profile_spill_start); NULL: memory */
 	size_t spill_chunk;
 };

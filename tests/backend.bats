@@ -101,7 +101,7 @@ teardown() {
 	[ -s fb.data ]
 }
 
-@test "wall mode: a thread sleeping half the time shows about 50/50; cpu mode shows compute" {
+@test "wall mode: a thread sleeping half the time shows about 50/50, on and off CPU; cpu mode shows compute" {
 	record_to w.data --mode wall -- "$WORKLOADS_NOFP/sleepy" 1.5
 	run --separate-stderr "$PROFTOOL" report --comm sleepy-worker --format folded w.data
 	[ "$status" -eq 0 ]
@@ -111,9 +111,31 @@ teardown() {
 	near "$(cum_share sleep_phase <<<"$output")" 50 15
 	run --separate-stderr "$PROFTOOL" report w.data
 	[[ "$output" == *"wall-clock mode"* ]]
+	# what the threads were doing: the worker on CPU about half the time, never main
+	run --separate-stderr "$PROFTOOL" report --comm sleepy-worker w.data
+	on=$(sed -n 's/^Thread states: on CPU (running or runnable) [0-9]* (\([0-9.]*\)%), off CPU.*/\1/p' <<<"$output")
+	near "$on" 50 15
+	run --separate-stderr "$PROFTOOL" report --state on-cpu --comm sleepy-worker --format folded w.data
+	at_least "$(cum_share work_phase <<<"$output")" 80
+	run --separate-stderr "$PROFTOOL" report --state off-cpu --format folded w.data
+	# off CPU: the worker's nanosleep and main's pthread_join, never computing
+	near "$(cum_share work_phase <<<"$output")" 0 5
+	grep -q 'sleep_phase;.*nanosleep' <<<"$output"
+	grep -q 'pthread_clockjoin\|pthread_join' <<<"$output"
 	record_to c.data --mode cpu -- "$WORKLOADS_NOFP/sleepy" 1
 	run --separate-stderr "$PROFTOOL" report --comm sleepy-worker --format folded c.data
 	at_least "$(cum_share work_phase <<<"$output")" 95
+	# an on-CPU profile has no thread states: no such line, and --state says why it cannot
+	run --separate-stderr "$PROFTOOL" report c.data
+	[[ "$output" != *"Thread states"* ]]
+	run --separate-stderr "$PROFTOOL" report --state off-cpu c.data
+	[ "$status" -eq 1 ]
+	one_error_line
+	[[ "$stderr" == *"--state needs a wall-mode profile"*"--mode wall"* ]]
+	run --separate-stderr "$PROFTOOL" report --state sleeping c.data
+	[ "$status" -eq 2 ]
+	one_error_line
+	[[ "$stderr" == *"--state takes on-cpu or off-cpu"* ]]
 }
 
 @test "backend and mode errors" {

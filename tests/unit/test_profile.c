@@ -2,6 +2,7 @@
 /* Unit tests for the profile: interning, write-then-read round trip, merging, rejecting bad files. */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,9 +30,9 @@ static struct profile *sample_profile(void)
 	p->meta.duration_ns = 123456789;
 	p->meta.lost = 3;
 	p->meta.exit_status = 0;
-	profile_add_sample(p, 5000, t1, s1, 1001001);
-	profile_add_sample(p, 7000, t2, s2, 1001001);
-	profile_add_sample(p, 7000, t1, s2, 1001001);
+	profile_add_sample(p, 5000, t1, s1, 1001001, PROFILE_STATE_UNKNOWN);
+	profile_add_sample(p, 7000, t2, s2, 1001001, PROFILE_STATE_UNKNOWN);
+	profile_add_sample(p, 7000, t1, s2, 1001001, PROFILE_STATE_UNKNOWN);
 	return p;
 }
 
@@ -159,7 +160,8 @@ static struct profile *spill_profile(size_t n)
 	p->meta.freq = 999;
 	p->meta.period_ns = 1001001;
 	for (size_t i = 0; i < n; i++)
-		profile_add_sample(p, 1000000 + i * 997 % 5003 * 1000 + (i % 7) * 13000, t[i % 3], i % 2, 1001001);
+		profile_add_sample(p, 1000000 + i * 997 % 5003 * 1000 + (i % 7) * 13000, t[i % 3], i % 2, 1001001,
+				   (enum profile_state)(i % PROFILE_STATE_NR));
 	return p;
 }
 
@@ -186,7 +188,8 @@ static void spilling(void)
 	CHECK(profile_spill_start(sp, dir, 64) == 0);
 	for (size_t i = 0; i < 5000; i++)
 		profile_add_sample(sp, mem->samples[i].time_ns, mem->samples[i].thread,
-				   mem->samples[i].stack, mem->samples[i].weight_ns);
+				   mem->samples[i].stack, mem->samples[i].weight_ns,
+				   (enum profile_state)mem->samples[i].state);
 	CHECK(sp->nr_samples < 64);
 	CHECK_EQ_U(profile_nr_samples(sp), 5000);
 	profile_count_sampled(sp, &procs, &threads);
@@ -222,6 +225,37 @@ static void spilling(void)
 	/* nothing of the spill file is left in the directory */
 	CHECK(rmdir(dir) == 0);
 	CHECK(mkdir(dir, 0700) == 0);
+}
+
+/* Wall-mode profiles keep each sample's thread state; others have none to keep. */
+static void states_round_trip(void)
+{
+	struct profile *p = sample_profile(), *q;
+	char path[128], err[256] = "";
+
+	snprintf(path, sizeof(path), "%s/st.data", dir);
+	p->meta.mode = strdup("wall");
+	p->samples[0].state = PROFILE_STATE_ON_CPU;
+	p->samples[1].state = PROFILE_STATE_OFF_CPU;
+	CHECK(profile_write(p, path, err, sizeof(err)) == 0);
+	q = profile_read(path, err, sizeof(err));
+	CHECK(q != NULL);
+	if (q) {
+		CHECK_EQ_U(q->samples[0].state, PROFILE_STATE_ON_CPU);
+		CHECK_EQ_U(q->samples[1].state, PROFILE_STATE_OFF_CPU);
+		CHECK_EQ_U(q->samples[2].state, PROFILE_STATE_UNKNOWN);
+	}
+	profile_free(q);
+	free(p->meta.mode);
+	p->meta.mode = strdup("cpu");
+	CHECK(profile_write(p, path, err, sizeof(err)) == 0);
+	q = profile_read(path, err, sizeof(err));
+	CHECK(q != NULL);
+	if (q)
+		CHECK_EQ_U(q->samples[0].state, PROFILE_STATE_UNKNOWN);
+	profile_free(q);
+	profile_free(p);
+	unlink(path);
 }
 
 static void rejects(const char *text, int want_errno, const char *want_msg)
@@ -283,6 +317,7 @@ int main(void)
 	RUN(write_failure_leaves_nothing);
 	RUN(bad_files);
 	RUN(spilling);
+	RUN(states_round_trip);
 	rmdir(dir);
 	UNIT_DONE();
 }

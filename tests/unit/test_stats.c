@@ -17,7 +17,7 @@ static void add(struct profile *p, uint32_t thread, const char *const *names, si
 		s = profile_add_stack(p, s, profile_add_loc(p, f, 1));
 	}
 	for (int i = 0; i < count; i++)
-		profile_add_sample(p, i, thread, s, 1000);
+		profile_add_sample(p, i, thread, s, 1000, PROFILE_STATE_UNKNOWN);
 }
 
 /* The same with the samples at T0, T0 + 1000, ... ns. */
@@ -29,7 +29,7 @@ static void add_at(struct profile *p, uint32_t thread, const char *const *names,
 	for (size_t i = 0; i < n; i++)
 		s = profile_add_stack(p, s, profile_add_loc(p, profile_add_func(p, names[i], "mod", "x.c", 1), 1));
 	for (int i = 0; i < count; i++)
-		profile_add_sample(p, t0 + 1000 * (uint64_t)i, thread, s, 1000);
+		profile_add_sample(p, t0 + 1000 * (uint64_t)i, thread, s, 1000, PROFILE_STATE_UNKNOWN);
 }
 
 static struct profile *make(void)
