@@ -159,6 +159,26 @@ static void decl_of(Dwarf_Die *die, struct sym_frame *f)
 		f->decl_line = line;
 }
 
+/*
+ * The line of the code at ADDR (a module address) when it is in FILE: for
+ * functions with no declaration line (written in assembly, as many of
+ * libc's are), where they begin stands in for it.
+ */
+static uint32_t line_at(struct sym_elf *e, Dwarf_Addr addr, const char *file)
+{
+	Dwfl_Line *dl = dwfl_module_getsrc(e->mod, addr);
+	const char *f;
+	int line = 0;
+
+	if (!dl || !(f = dwfl_lineinfo(dl, NULL, &line, NULL, NULL, NULL)))
+		return 0;
+	/* the line table may spell the path another way ("./string/../sysdeps/..."): same base name */
+	if (file && strcmp(strrchr(f, '/') ? strrchr(f, '/') + 1 : f,
+			   strrchr(file, '/') ? strrchr(file, '/') + 1 : file))
+		return 0;
+	return line > 0 ? (uint32_t)line : 0;
+}
+
 int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out)
 {
 	GElf_Off symoff;
@@ -213,6 +233,10 @@ int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out)
 		memset(out, 0, sizeof(*out));
 		out[0].func = keep(e, symname);
 		out[0].line = srcline > 0 ? srcline : 0;
+		/* line information without a function DIE: assembly */
+		out[0].file = srcfile;
+		if (srcfile)
+			out[0].decl_line = line_at(e, vaddr - symoff, srcfile);
 		return 1;
 	}
 	/* out[] is outermost first: out[k] is fn[nfn - 1 - k] */
@@ -241,6 +265,14 @@ int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out)
 		}
 		if (!f->file && k == nfn - 1)
 			f->file = srcfile;
+		if (!f->decl_line && f->file) {
+			Dwarf_Addr low;
+
+			if (k == 0 && symname)
+				f->decl_line = line_at(e, vaddr - symoff, f->file);
+			else if (dwarf_lowpc(die, &low) == 0)
+				f->decl_line = line_at(e, low + bias, f->file);
+		}
 	}
 	free(scopes);
 	free(chain);

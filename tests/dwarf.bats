@@ -108,6 +108,43 @@ load helpers
 	done <hot
 }
 
+# libc's string functions are written in assembly: their DWARF has lines but no declaration
+# line, and the table showed 'memset-vec-unaligned-erms.S:0(...)'. The line where the function
+# begins stands in for it, as eu-addr2line gives for the symbol's address.
+@test "a libc function written in assembly (memset) shows the line where it begins" {
+	libc=$(ldd "$WORKLOADS_NOFP/libcsort" | awk '$1 ~ /^libc\.so/ { print $3 }')
+	id=$(readelf -n "$libc" | awk '/Build ID:/ { print $3 }')
+	debug=/usr/lib/debug/.build-id/${id:0:2}/${id:2}.debug
+	[ -n "$id" ] && [ -e "$debug" ] || skip "no separate debug info for libc: install libc6-dbg"
+	cat >ms.c <<-'EOF'
+	#include <string.h>
+	static char buf[1 << 18];
+	int main(void)
+	{
+		volatile int s = 0;
+
+		for (int i = 0; i < 30000; i++) {
+			memset(buf, i, sizeof(buf));
+			s += buf[i % 100];
+		}
+		return 0;
+	}
+	EOF
+	gcc -O2 -g -o ms ms.c
+	record_to ms.data -- ./ms
+	run --separate-stderr "$PROFTOOL" report --sort tottime --limit 1 ms.data
+	[ "$status" -eq 0 ]
+	row=$(grep -E '^ +[0-9]+/[0-9]+ ' <<<"$output" | head -n1)
+	echo "$row"
+	[[ "$row" =~ memset[^:]*\.S:([1-9][0-9]*)\((__memset[a-z0-9_]*)\)$ ]]
+	line=${BASH_REMATCH[1]} func=${BASH_REMATCH[2]}
+	# the same line eu-addr2line gives for the function's first instruction
+	if command -v eu-addr2line >/dev/null; then
+		addr=$(nm "$debug" | awk -v f="$func" '$3 == f { print $1; exit }')
+		[[ "$(eu-addr2line -e "$debug" "0x$addr")" == *":$line" ]]
+	fi
+}
+
 @test "C++ names are demangled" {
 	record_to c.data -- "$WORKLOADS/cxx" 0.3
 	run --separate-stderr "$PROFTOOL" report --limit 0 c.data
