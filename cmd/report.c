@@ -28,7 +28,7 @@ static const char report_usage[] =
 	"                       json (the aggregated profile); timers (hierarchical\n"
 	"                       timer JSON); speedscope; chrome (trace events); pprof\n"
 	"                       (gzip'd protobuf); svg or html (interactive flame graph)\n"
-	"  --min-percent P      tree: fold nodes under P%% of the samples into one line\n"
+	"  --min-percent P      tree: fold nodes under P% of the samples into one line\n"
 	"                       (default 0.5)\n"
 	"  --match REGEX        callers/callees: only functions whose name matches REGEX\n"
 	"  --limit N            rows in tables; 0 shows all (default 30)\n"

@@ -228,12 +228,18 @@ static void describe_open_error(int e, const struct sampler_opts *o, char *err, 
 				"perf_event_open was denied (kernel.perf_event_paranoid is %ld); "
 				"run as root, grant CAP_PERFMON, or lower it with "
 				"'sysctl kernel.perf_event_paranoid=2'", paranoid);
+	else if ((e == EACCES || e == EPERM) && geteuid() == 0)
+		/* root refused: not a permission but a filter (a container) or a security module */
+		errbuf_set(err, errlen,
+				"perf_event_open was denied even to root (a seccomp filter, as containers "
+				"have, or a security module); use --backend ptrace, or allow perf_event_open "
+				"in the container's seccomp profile");
 	else if (e == EACCES || e == EPERM)
 		/* the setting allows it: the target's credentials or a security module refused */
 		errbuf_set(err, errlen,
 				"perf_event_open was denied although kernel.perf_event_paranoid is %ld "
-				"(a process with other privileges, or a security module); run as root or "
-				"grant CAP_PERFMON", paranoid);
+				"(a process with other privileges, a seccomp filter or a security module); "
+				"run as root, grant CAP_PERFMON, or use --backend ptrace", paranoid);
 	else if (e == EINVAL && o->freq > (unsigned long)max_rate && max_rate > 0)
 		/* the kernel lowers it by itself when sampling interrupts take too long */
 		errbuf_set(err, errlen,
