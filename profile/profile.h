@@ -149,7 +149,8 @@ int profile_sample_cmp(const void *a, const void *b);
  * A recording that runs for hours must not hold every sample in memory.
  * After profile_spill_start(), each time CHUNK samples have gathered in
  * P->samples they move to an unlinked temporary file in DIR (the output's
- * directory: O_TMPFILE, else mkstemp and unlink), so P->samples holds only
+ * directory: O_TMPFILE, else mkstemp and unlink; made when the first chunk
+ * is full, so a short recording holds no file open), so P->samples holds only
  * the newest ones and profile_nr_samples() counts them all. Nothing is
  * left behind, whatever becomes of the process. When the file cannot be
  * written (a full disk) its samples come back into memory and it is

@@ -22,7 +22,9 @@ struct spill_run {
 };
 
 struct profile_spill {
-	int fd;
+	int fd;                 /* opened when the first chunk is full; -1 before */
+	char *dir;
+	bool failed;            /* the file could not be made or written: memory it is */
 	size_t chunk;
 	struct spill_run *runs;
 	size_t nr_runs, alloc_runs;
@@ -52,15 +54,12 @@ static int open_unlinked(const char *dir)
 
 int profile_spill_start(struct profile *p, const char *dir, size_t chunk)
 {
-	int fd;
-
 	if (p->spill || !chunk)
 		return -EINVAL;
-	fd = open_unlinked(dir);
-	if (fd < 0)
-		return fd;
+	/* the file comes with the first full chunk: a short recording holds nothing open */
 	p->spill = xcalloc(1, sizeof(*p->spill));
-	p->spill->fd = fd;
+	p->spill->fd = -1;
+	p->spill->dir = xstrdup(dir);
 	p->spill->chunk = chunk;
 	return 0;
 }
@@ -115,8 +114,12 @@ void profile_spill_maybe(struct profile *p)
 	off_t off;
 	int ret;
 
-	if (!sp || sp->err || p->nr_samples < sp->chunk)
+	if (!sp || sp->err || sp->failed || p->nr_samples < sp->chunk)
 		return;
+	if (sp->fd < 0 && (sp->fd = open_unlinked(sp->dir)) < 0) {
+		sp->failed = true;
+		return;
+	}
 	off = (off_t)(sp->nr * sizeof(*p->samples));
 	ret = pio(sp->fd, p->samples, p->nr_samples * sizeof(*p->samples), off, true);
 	if (ret < 0) {
@@ -133,7 +136,9 @@ void profile_spill_free(struct profile_spill *sp)
 {
 	if (!sp)
 		return;
-	close(sp->fd);
+	if (sp->fd >= 0)
+		close(sp->fd);
+	free(sp->dir);
 	free(sp->runs);
 	free(sp);
 }

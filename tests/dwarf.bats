@@ -299,6 +299,15 @@ C
 	fi
 }
 
+# remove_perf_maps PROFILE: the /tmp/perf-PID.map files the profiled processes wrote
+remove_perf_maps() {
+	local pid
+
+	for pid in $(pjson "$1" '" ".join(str(x["pid"]) for x in p["processes"])'); do
+		rm -f "/tmp/perf-$pid.map"
+	done
+}
+
 @test "python3 -X perf (CPython >= 3.12) shows Python function names" {
 	py=
 	for c in python3.14 python3.13 python3.12 python3; do
@@ -319,6 +328,7 @@ for _ in range(40):
     hot_python_function(200000)
 PY
 	record_to py.data -- "$py" -X perf hot.py
+	remove_perf_maps py.data
 	run --separate-stderr "$PROFTOOL" report --format folded py.data
 	[ "$status" -eq 0 ]
 	grep -q 'hot_python_function' <<<"$output"
@@ -333,6 +343,7 @@ for (let i = 0; i < 30; i++) s += fib(26);
 console.log(s);
 JS
 	record_to node.data -- node --perf-basic-prof fib.js
+	remove_perf_maps node.data
 	run --separate-stderr "$PROFTOOL" report --format folded node.data
 	[ "$status" -eq 0 ]
 	grep -q 'fib.js' <<<"$output"
