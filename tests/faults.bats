@@ -415,6 +415,7 @@ hup_attach() {
 	rec=$!
 	track "$rec"
 	child=$(wait_child "$rec" spinners)
+	track "$child"
 	burn_ticks "$child" 10
 	kill -STOP "$rec"
 	burn_ticks "$child" 30
@@ -550,6 +551,7 @@ hup_attach() {
 	rec=$!
 	track "$rec"
 	child=$(wait_child "$rec" exitcode)
+	track "$child"
 	burn_ticks "$child" 10
 	mount -o remount,ro fs
 	kill -INT "$rec"
