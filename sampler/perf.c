@@ -5,9 +5,12 @@
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -32,8 +35,15 @@ struct cpu_buf {
 	bool hup;               /* the events' tasks are all gone */
 };
 
-/* Bytes of copied-out records past which the ring buffers are left to the kernel mid-pass. */
-#define DRAIN_LIMIT (64u << 20)
+/*
+ * Bytes of copied-out records, not delivered yet, past which the drain
+ * thread leaves the ring buffers to the kernel (which then counts what it
+ * drops). Stack copies are trimmed to the part that holds the stack, so
+ * this is thousands of samples.
+ */
+#define DRAIN_LIMIT (256u << 20)
+/* The drain thread sweeps at least this often, however few records come. */
+#define DRAIN_PERIOD_MS 20
 
 struct pending {
 	uint64_t time;
@@ -44,14 +54,23 @@ struct pending {
 };
 
 /*
- * Records copied out of the ring buffers in one drain pass. A chunk is
- * freed once all its records are delivered (within two passes), so a
+ * Records copied out of the ring buffers, as the reader took them from the
+ * drain thread. A chunk is freed once all its records are delivered, so a
  * record is copied once however long it waits for its turn.
  */
 struct chunk {
 	unsigned char *buf;     /* NULL: a free slot */
 	size_t len, alloc;
 	size_t live;            /* records not delivered yet */
+};
+
+/* What the drain thread has copied out and the reader not taken yet (under lock). */
+struct stage {
+	unsigned char *buf;
+	size_t len, alloc;
+	struct pending *pend;   /* .chunk is set when taken */
+	size_t nr, alloc_pend;
+	uint64_t sweep;         /* start of the last sweep of every buffer that completed */
 };
 
 struct perf_sampler {
@@ -62,15 +81,28 @@ struct perf_sampler {
 	size_t page_size;
 	unsigned max_stack;
 
-	/* records copied out of the ring buffers, waiting for their turn */
+	/*
+	 * A thread of its own empties the ring buffers into the stage as they
+	 * fill, so that the time the reader spends unwinding (a first sample
+	 * of a process reads its libraries' debug information: tens of ms)
+	 * never lets them overflow. The reader takes the stage, sorts, and
+	 * delivers what is old enough.
+	 */
+	pthread_t drainer;
+	bool drainer_running;
+	pthread_mutex_t lock;
+	int wake_fd;                    /* eventfd: the stage has records */
+	int stop_fd;                    /* eventfd: the drain thread must end */
+	struct stage stage;             /* under lock */
+	uint64_t seq;                   /* drain thread (or the reader once it ended) */
+	uint64_t buffered;              /* atomic: bytes copied out, not delivered yet */
+
+	/* the reader's: records taken from the stage, waiting for their turn */
 	struct chunk *chunks;
 	size_t nr_chunks, alloc_chunks;
-	uint32_t cur;                   /* the chunk this pass copies into */
 	struct pending *pend;
 	size_t nr_pend, alloc_pend;
-	uint64_t seq;
-	uint64_t prev_pass_start;       /* CLOCK_MONOTONIC */
-	size_t buffered;                /* bytes of records copied out, not delivered yet */
+	uint64_t limit;                 /* deliver records older than this (CLOCK_MONOTONIC) */
 
 	uint64_t *chain;                /* scratch for one callchain */
 	size_t alloc_chain;
@@ -398,6 +430,8 @@ static int open_and_map(struct perf_sampler *s, const int *cpus, char *err, size
 	}
 }
 
+static int start_drainer(struct perf_sampler *s);
+
 struct perf_sampler *perf_sampler_open(const struct sampler_opts *opts, char *err, size_t errlen)
 {
 	struct perf_sampler *s = xcalloc(1, sizeof(*s));
@@ -405,6 +439,8 @@ struct perf_sampler *perf_sampler_open(const struct sampler_opts *opts, char *er
 	int ret;
 
 	s->opts = *opts;
+	s->wake_fd = s->stop_fd = -1;
+	pthread_mutex_init(&s->lock, NULL);
 	s->page_size = sysconf(_SC_PAGESIZE);
 	s->max_stack = sampler_read_long("/proc/sys/kernel/perf_event_max_stack", 127);
 	if (s->max_stack < 1 || s->max_stack > 65535)
@@ -421,7 +457,15 @@ struct perf_sampler *perf_sampler_open(const struct sampler_opts *opts, char *er
 		errno = -ret;
 		return NULL;
 	}
-	s->prev_pass_start = time_mono_ns();
+	s->limit = time_mono_ns();
+	ret = start_drainer(s);
+	if (ret < 0) {
+		errbuf_set(err, errlen, "cannot start the thread that reads the ring buffers: %s",
+			   strerror(-ret));
+		perf_sampler_close(s);
+		errno = -ret;
+		return NULL;
+	}
 	return s;
 }
 
@@ -466,7 +510,55 @@ static uint64_t record_time(const struct perf_event_header *h)
 	return t;
 }
 
-static void drain_one(struct perf_sampler *s, struct cpu_buf *b)
+/*
+ * A sample's user stack copy is always the requested size; only its first
+ * dyn_size bytes hold the stack. The copy at P (LEN bytes, a whole sample
+ * record) is cut down to those, in place; returns the record's new length.
+ */
+static size_t trim_stack(const struct perf_sampler *s, unsigned char *p, size_t len)
+{
+	const uint64_t type = s->attr.sample_type;
+	size_t off = sizeof(struct perf_event_header) + 5 * 8; /* ip, tid, time, cpu, period */
+	uint64_t v, size, dyn, keep;
+	struct perf_event_header h;
+
+	if (!(type & PERF_SAMPLE_STACK_USER))
+		return len;
+	if (type & PERF_SAMPLE_CALLCHAIN) {
+		if (off + 8 > len)
+			return len;
+		memcpy(&v, p + off, 8);
+		if (v > (len - off - 8) / 8)
+			return len;
+		off += 8 + v * 8;
+	}
+	if (type & PERF_SAMPLE_REGS_USER) {
+		if (off + 8 > len)
+			return len;
+		memcpy(&v, p + off, 8);
+		off += 8 + (v ? 8ull * __builtin_popcountll(s->attr.sample_regs_user) : 0);
+	}
+	if (off + 8 > len)
+		return len;
+	memcpy(&size, p + off, 8);
+	if (!size || size > len - off - 16)
+		return len;
+	memcpy(&dyn, p + off + 8 + size, 8);
+	keep = (dyn < size ? dyn : size + 7) & ~7ull;
+	if (keep >= size)
+		return len;
+	memcpy(p + off, &keep, 8);
+	/* the dyn_size word and whatever follows it move down */
+	memmove(p + off + 8 + keep, p + off + 8 + size, len - (off + 8 + size));
+	len -= size - keep;
+	memcpy(&h, p, sizeof(h));
+	h.size = (uint16_t)len;
+	memcpy(p, &h, sizeof(h));
+	return len;
+}
+
+/* Copies the records of one ring buffer into the stage. Called with the lock held. */
+static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *st)
 {
 	struct perf_event_mmap_page *mp = b->base;
 	unsigned char *data = (unsigned char *)b->base + s->page_size;
@@ -475,33 +567,141 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b)
 	size_t mask = b->data_size - 1;
 
 	while (tail < head) {
-		struct chunk *c;
 		struct perf_event_header h;
-		size_t off = tail & mask, first;
+		size_t off = tail & mask, first, len;
 		struct pending *pe;
 
 		/* the header itself is 8-byte aligned and never wraps */
 		memcpy(&h, data + off, sizeof(h));
 		if (h.size < sizeof(h) || tail + h.size > head)
 			break;
-		c = &s->chunks[s->cur];
-		ALLOC_GROW(c->buf, c->len + h.size, c->alloc);
+		ALLOC_GROW(st->buf, st->len + h.size, st->alloc);
 		first = b->data_size - off < h.size ? b->data_size - off : h.size;
-		memcpy(c->buf + c->len, data + off, first);
-		memcpy(c->buf + c->len + first, data, h.size - first);
-		ALLOC_GROW(s->pend, s->nr_pend + 1, s->alloc_pend);
-		pe = &s->pend[s->nr_pend++];
-		pe->off = c->len;
-		pe->chunk = s->cur;
-		pe->len = h.size;
+		memcpy(st->buf + st->len, data + off, first);
+		memcpy(st->buf + st->len + first, data, h.size - first);
+		len = h.type == PERF_RECORD_SAMPLE ? trim_stack(s, st->buf + st->len, h.size) : h.size;
+		ALLOC_GROW(st->pend, st->nr + 1, st->alloc_pend);
+		pe = &st->pend[st->nr++];
+		pe->off = st->len;
+		pe->len = len;
 		pe->seq = s->seq++;
-		pe->time = record_time((struct perf_event_header *)(c->buf + c->len));
-		c->len += h.size;
-		c->live++;
-		s->buffered += h.size;
+		pe->time = record_time((struct perf_event_header *)(st->buf + st->len));
+		st->len += len;
+		__atomic_add_fetch(&s->buffered, len, __ATOMIC_RELAXED);
 		tail += h.size;
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+}
+
+/* One sweep of every ring buffer into the stage. */
+static void drain_all(struct perf_sampler *s)
+{
+	uint64_t start = time_mono_ns();
+
+	pthread_mutex_lock(&s->lock);
+	for (unsigned i = 0; i < s->nr_cpus; i++)
+		drain_one(s, &s->cpus[i], &s->stage);
+	s->stage.sweep = start;
+	pthread_mutex_unlock(&s->lock);
+}
+
+static void *drainer_main(void *arg)
+{
+	struct perf_sampler *s = arg;
+	struct pollfd *pfd = xcalloc(s->nr_cpus + 1, sizeof(*pfd));
+	const uint64_t one = 1;
+
+	for (;;) {
+		for (unsigned i = 0; i < s->nr_cpus; i++) {
+			/* a negative fd is ignored: a hung-up event would otherwise wake us forever */
+			pfd[i].fd = s->cpus[i].hup ? -1 : s->cpus[i].fd;
+			pfd[i].events = POLLIN;
+		}
+		pfd[s->nr_cpus].fd = s->stop_fd;
+		pfd[s->nr_cpus].events = POLLIN;
+		if (poll(pfd, s->nr_cpus + 1, DRAIN_PERIOD_MS) < 0 && errno != EINTR)
+			break;
+		if (pfd[s->nr_cpus].revents)
+			break;
+		for (unsigned i = 0; i < s->nr_cpus; i++)
+			if (pfd[i].revents & (POLLHUP | POLLERR))
+				s->cpus[i].hup = true;
+		/* past the bound the kernel drops samples, and counts them */
+		if (__atomic_load_n(&s->buffered, __ATOMIC_RELAXED) >= DRAIN_LIMIT)
+			continue;
+		drain_all(s);
+		if (write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			break;
+	}
+	free(pfd);
+	return NULL;
+}
+
+/* Starts the drain thread with every signal blocked: they are the reader's. */
+static int start_drainer(struct perf_sampler *s)
+{
+	sigset_t all, old;
+	int ret;
+
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wake_fd < 0 || s->stop_fd < 0)
+		return -errno;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = pthread_create(&s->drainer, NULL, drainer_main, s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		return -ret;
+	s->drainer_running = true;
+	return 0;
+}
+
+static void stop_drainer(struct perf_sampler *s)
+{
+	const uint64_t one = 1;
+
+	if (!s->drainer_running)
+		return;
+	if (write(s->stop_fd, &one, sizeof(one)) < 0) {
+		/* an eventfd takes a write unless its counter is full, which one write never makes it */
+	}
+	pthread_join(s->drainer, NULL);
+	s->drainer_running = false;
+}
+
+/*
+ * Moves what the stage holds into a chunk of the reader's own, and returns
+ * the time up to which every record is in hand: the start of the sweep
+ * before the last completed one (a record is written just after its
+ * time, so one sweep of margin).
+ */
+static uint64_t take_stage(struct perf_sampler *s)
+{
+	uint64_t limit = s->limit;
+	size_t k;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->stage.nr) {
+		for (k = 0; k < s->nr_chunks && s->chunks[k].buf; k++)
+			;
+		if (k == s->nr_chunks) {
+			ALLOC_GROW(s->chunks, s->nr_chunks + 1, s->alloc_chunks);
+			memset(&s->chunks[s->nr_chunks++], 0, sizeof(*s->chunks));
+		}
+		s->chunks[k] = (struct chunk){ s->stage.buf, s->stage.len, s->stage.alloc, s->stage.nr };
+		ALLOC_GROW(s->pend, s->nr_pend + s->stage.nr, s->alloc_pend);
+		for (size_t i = 0; i < s->stage.nr; i++) {
+			s->pend[s->nr_pend] = s->stage.pend[i];
+			s->pend[s->nr_pend++].chunk = (uint32_t)k;
+		}
+		s->stage.buf = NULL;
+		s->stage.len = s->stage.alloc = 0;
+		s->stage.nr = 0;
+	}
+	s->limit = s->stage.sweep;
+	pthread_mutex_unlock(&s->lock);
+	return limit;
 }
 
 static int pending_cmp(const void *a, const void *b)
@@ -746,7 +946,6 @@ static int deliver(struct perf_sampler *s, const struct perf_event_header *h, sa
  */
 static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, void *arg)
 {
-	uint64_t last_drain = time_mono_ns();
 	size_t i;
 	int ret = 0;
 
@@ -756,24 +955,10 @@ static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, 
 
 		ret = deliver(s, (struct perf_event_header *)(c->buf + s->pend[i].off), cb, arg);
 		c->live--;
-		s->buffered -= s->pend[i].len;
+		__atomic_sub_fetch(&s->buffered, s->pend[i].len, __ATOMIC_RELAXED);
 		if (ret) {
 			i++;
 			break;
-		}
-		/*
-		 * Unwinding a batch of DWARF samples takes long enough for
-		 * 10 kHz of stack copies to fill the ring buffers: empty them
-		 * every millisecond meanwhile (into memory, up to a bound). What
-		 * is drained now was written after this pass began, so it sorts
-		 * after LIMIT and waits at the end of pend[] for the next pass
-		 * (not so for the final flush, which delivers everything).
-		 */
-		if ((i & 15) == 15 && limit != UINT64_MAX && s->buffered < DRAIN_LIMIT &&
-		    time_mono_ns() - last_drain > 1000000) {
-			for (unsigned k = 0; k < s->nr_cpus; k++)
-				drain_one(s, &s->cpus[k]);
-			last_drain = time_mono_ns();
 		}
 	}
 	if (i && i < s->nr_pend)
@@ -782,7 +967,7 @@ static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, 
 	for (size_t k = 0; k < s->nr_chunks; k++) {
 		struct chunk *c = &s->chunks[k];
 
-		if (c->buf && !c->live && k != s->cur) {
+		if (c->buf && !c->live) {
 			free(c->buf);
 			memset(c, 0, sizeof(*c));
 		}
@@ -790,59 +975,26 @@ static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, 
 	return ret;
 }
 
-/* Starts a new chunk for the next drain pass, reusing a free slot. */
-static void next_chunk(struct perf_sampler *s)
-{
-	size_t k;
-
-	if (s->nr_chunks && !s->chunks[s->cur].live) {
-		s->chunks[s->cur].len = 0;	/* nothing waits in it: reuse its buffer */
-		return;
-	}
-	for (k = 0; k < s->nr_chunks && s->chunks[k].buf; k++)
-		;
-	if (k == s->nr_chunks) {
-		ALLOC_GROW(s->chunks, s->nr_chunks + 1, s->alloc_chunks);
-		memset(&s->chunks[s->nr_chunks++], 0, sizeof(*s->chunks));
-	}
-	s->cur = k;
-}
-
 int perf_sampler_read(struct perf_sampler *s, int timeout_ms, const sigset_t *sigmask,
 		 sampler_cb cb, void *arg)
 {
-	struct pollfd *pfd = xcalloc(s->nr_cpus, sizeof(*pfd));
+	struct pollfd pfd = { s->wake_fd, POLLIN, 0 };
 	struct timespec ts = { timeout_ms / 1000, (timeout_ms % 1000) * 1000000L };
-	uint64_t start;
-	int ret = 0;
+	uint64_t n;
 
-	for (unsigned i = 0; i < s->nr_cpus; i++) {
-		/* a negative fd is ignored: a hung-up event would otherwise wake us forever */
-		pfd[i].fd = s->cpus[i].hup ? -1 : s->cpus[i].fd;
-		pfd[i].events = POLLIN;
+	if (ppoll(&pfd, 1, &ts, sigmask) < 0 && errno != EINTR)
+		return -errno;
+	if (read(s->wake_fd, &n, sizeof(n)) < 0 && errno != EAGAIN) {
+		/* nothing to reset: the stage is looked at all the same */
 	}
-	if (ppoll(pfd, s->nr_cpus, &ts, sigmask) < 0 && errno != EINTR)
-		ret = -errno;
-	for (unsigned i = 0; i < s->nr_cpus; i++)
-		if (pfd[i].revents & (POLLHUP | POLLERR))
-			s->cpus[i].hup = true;
-	free(pfd);
-	if (ret)
-		return ret;
-	start = time_mono_ns();
-	next_chunk(s);
-	for (unsigned i = 0; i < s->nr_cpus; i++)
-		drain_one(s, &s->cpus[i]);
-	ret = deliver_until(s, s->prev_pass_start, cb, arg);
-	s->prev_pass_start = start;
-	return ret;
+	return deliver_until(s, take_stage(s), cb, arg);
 }
 
 int perf_sampler_flush(struct perf_sampler *s, sampler_cb cb, void *arg)
 {
-	next_chunk(s);
-	for (unsigned i = 0; i < s->nr_cpus; i++)
-		drain_one(s, &s->cpus[i]);
+	stop_drainer(s);
+	drain_all(s);
+	take_stage(s);
 	return deliver_until(s, UINT64_MAX, cb, arg);
 }
 
@@ -869,6 +1021,14 @@ void perf_sampler_close(struct perf_sampler *s)
 {
 	if (!s)
 		return;
+	stop_drainer(s);
+	if (s->wake_fd >= 0)
+		close(s->wake_fd);
+	if (s->stop_fd >= 0)
+		close(s->stop_fd);
+	pthread_mutex_destroy(&s->lock);
+	free(s->stage.buf);
+	free(s->stage.pend);
 	for (unsigned i = 0; i < s->nr_cpus; i++)
 		if (s->cpus[i].base)
 			munmap(s->cpus[i].base, s->cpus[i].data_size + s->page_size);
