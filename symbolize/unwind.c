@@ -188,9 +188,10 @@ static void mark_reported(struct sym_unwinder *u, const struct loaded *l)
 
 /*
  * XXX: every process gets its own Dwfl, so a library mapped by 150 short
- * processes is opened and its CFI parsed 150 times (make bench, fork+exec:
- * ~9 ms of CPU a process). Sharing parsed modules across address spaces,
- * keyed by build-id or dev/inode, would remove that.
+ * processes is opened and its .eh_frame index read 150 times (make bench,
+ * fork+exec -g dwarf: 0.31 s of CPU for proftool in all, 0.36 s for perf).
+ * Sharing parsed modules across address spaces, keyed by build-id or
+ * dev/inode, would remove that part.
  */
 /*
  * The unwinder reads CFI from .eh_frame, which every x86-64 ELF file
