@@ -329,6 +329,19 @@ static void emit(struct ptrace_sampler *s, struct sampler_rec *r)
 		wake_reader(s);
 }
 
+/* Counts COUNT samples lost (none: nothing). */
+static void emit_lost(struct ptrace_sampler *s, uint64_t count)
+{
+	struct sampler_rec r;
+
+	if (!count)
+		return;
+	memset(&r, 0, sizeof(r));
+	r.type = SAMPLER_REC_LOST;
+	r.lost.count = count;
+	emit(s, &r);
+}
+
 static struct proc_maps *maps_of(struct ptrace_sampler *s, pid_t pid)
 {
 	struct proc_maps *pm;
@@ -697,15 +710,8 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 		}
 	}
 	free(states);
-	if (left) {
-		/* threads that did not stop in time (a busy machine): their samples are lost, and said so */
-		struct sampler_rec r;
-
-		memset(&r, 0, sizeof(r));
-		r.type = SAMPLER_REC_LOST;
-		r.lost.count = left;
-		emit(s, &r);
-	}
+	/* threads that did not stop in time (a busy machine): their samples are lost, and said so */
+	emit_lost(s, left);
 }
 
 /*
@@ -795,14 +801,7 @@ static void tick(struct ptrace_sampler *s)
 		}
 		due[nr_due++] = tids[i];
 	}
-	if (missed) {
-		struct sampler_rec r;
-
-		memset(&r, 0, sizeof(r));
-		r.type = SAMPLER_REC_LOST;
-		r.lost.count = missed;
-		emit(s, &r);
-	}
+	emit_lost(s, missed);
 	if (nr_due)
 		sample_tasks(s, due, nr_due);
 	free(tids);
@@ -902,12 +901,7 @@ static void step(struct ptrace_sampler *s)
 				s->next_tick_ns = now + next_interval(s);
 			} else if (s->next_tick_ns + 4 * s->period_ns < now) {
 				/* behind schedule: say so rather than catch up in a burst */
-				struct sampler_rec r;
-
-				memset(&r, 0, sizeof(r));
-				r.type = SAMPLER_REC_LOST;
-				r.lost.count = (now - s->next_tick_ns) / s->period_ns;
-				emit(s, &r);
+				emit_lost(s, (now - s->next_tick_ns) / s->period_ns);
 				s->next_tick_ns = now + next_interval(s);
 			}
 		}
