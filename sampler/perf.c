@@ -541,10 +541,11 @@ static size_t trim_stack(const struct perf_sampler *s, unsigned char *p, size_t 
 	if (off + 8 > len)
 		return len;
 	memcpy(&size, p + off, 8);
-	if (!size || size > len - off - 16)
+	if (!size || len - off < 16 || size > len - off - 16)
 		return len;
 	memcpy(&dyn, p + off + 8 + size, 8);
-	keep = (dyn < size ? dyn : size + 7) & ~7ull;
+	/* whole words, as the kernel writes them: rounded up, never cutting into the stack */
+	keep = dyn < size ? (dyn + 7) & ~7ull : size;
 	if (keep >= size)
 		return len;
 	memcpy(p + off, &keep, 8);
@@ -626,9 +627,15 @@ static void *drainer_main(void *arg)
 		for (unsigned i = 0; i < s->nr_cpus; i++)
 			if (pfd[i].revents & (POLLHUP | POLLERR))
 				s->cpus[i].hup = true;
-		/* past the bound the kernel drops samples, and counts them */
-		if (__atomic_load_n(&s->buffered, __ATOMIC_RELAXED) >= DRAIN_LIMIT)
+		/*
+		 * Past the bound the kernel drops samples, and counts them; the
+		 * buffers stay readable, so wait for the reader without polling them.
+		 */
+		if (__atomic_load_n(&s->buffered, __ATOMIC_RELAXED) >= DRAIN_LIMIT) {
+			if (poll(&pfd[s->nr_cpus], 1, DRAIN_PERIOD_MS) > 0)
+				break;
 			continue;
+		}
 		drain_all(s);
 		if (write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 			break;
