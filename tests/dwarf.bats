@@ -145,6 +145,30 @@ load helpers
 	fi
 }
 
+# Fedora and RHEL ship binaries stripped of .symtab but with MiniDebugInfo: an xz-compressed
+# ELF in .gnu_debugdata holding the symbols of the local functions (gdb's "MiniDebugInfo").
+# Built here the way their packaging does it.
+@test "a stripped binary with MiniDebugInfo (.gnu_debugdata) is named from it" {
+	command -v xz >/dev/null || skip "xz is not installed"
+	cp "$WORKLOADS_NOFP/split" split
+	nm -D split --format=posix --defined-only | awk '{ print $1 }' | sort >dynsyms
+	nm split --format=posix --defined-only | awk '$2 == "T" || $2 == "t" { print $1 }' | sort >funcsyms
+	comm -13 dynsyms funcsyms >keep
+	grep -qx leaf_a keep
+	objcopy --only-keep-debug split debug
+	objcopy -S --remove-section .gdb_index --remove-section .comment --keep-symbols=keep debug mini
+	strip --strip-all -R .comment split
+	xz mini
+	objcopy --add-section .gnu_debugdata=mini.xz split
+	! readelf -S split | grep -q '\.symtab' || false
+	record_to mdi.data -- ./split 0.5
+	run --separate-stderr "$PROFTOOL" report --format folded mdi.data
+	[ "$status" -eq 0 ]
+	near "$(self_share leaf_a <<<"$output")" 50 6
+	near "$(self_share leaf_b <<<"$output")" 30 6
+	at_least "$(ancestor_share leaf_c main <<<"$output")" 95
+}
+
 @test "C++ names are demangled" {
 	record_to c.data -- "$WORKLOADS/cxx" 0.3
 	run --separate-stderr "$PROFTOOL" report --limit 0 c.data
