@@ -145,6 +145,28 @@ load helpers
 	fi
 }
 
+# The other way separate debug info is found: a .gnu_debuglink naming a file next to the
+# binary or in its .debug/ directory (what 'objcopy --only-keep-debug' and distributions
+# without build-id directories make).
+@test "debug info split out with .gnu_debuglink gives file:line, beside the binary or in .debug/" {
+	for where in . .debug; do
+		rm -rf "d-$where" && mkdir -p "d-$where/$where"
+		cp "$WORKLOADS_NOFP/split" "d-$where/split"
+		(
+			cd "d-$where"
+			objcopy --only-keep-debug split "$where/split.debug"
+			# no build-id, so that only the debuglink can lead to the debug file
+			objcopy --strip-debug --remove-section .note.gnu.build-id split
+			objcopy --add-gnu-debuglink="$where/split.debug" split
+		)
+		! readelf -S "d-$where/split" | grep -q '\.debug_info' || false
+		record_to "dl-$where.data" -- "d-$where/split" 0.3
+		run --separate-stderr "$PROFTOOL" report "dl-$where.data"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"tests/workloads/split.c:"*"(leaf_a)"* ]] || { echo "$where: $output"; false; }
+	done
+}
+
 # Fedora and RHEL ship binaries stripped of .symtab but with MiniDebugInfo: an xz-compressed
 # ELF in .gnu_debugdata holding the symbols of the local functions (gdb's "MiniDebugInfo").
 # Built here the way their packaging does it.
