@@ -21,6 +21,7 @@ struct sym_elf {
 	size_t nr_loads, alloc_loads;
 	char **owned;           /* demangled names handed out, freed at close */
 	size_t nr_owned, alloc_owned;
+	uint64_t entry;         /* e_entry: where the program starts; 0 when none */
 };
 
 /* NULL: the default search path, next to the file, its .debug directory, /usr/lib/debug */
@@ -67,6 +68,12 @@ struct sym_elf *sym_elf_open(const char *path, int fd)
 	elf = dwfl_module_getelf(e->mod, &bias);
 	if (!elf || elf_getphdrnum(elf, &phnum) < 0)
 		goto fail;
+	{
+		GElf_Ehdr eh;
+
+		if (gelf_getehdr(elf, &eh))
+			e->entry = eh.e_entry;
+	}
 	for (size_t i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
 
@@ -319,6 +326,11 @@ bool sym_elf_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t *bias)
 	}
 	elf_end(elf);
 	return ok;
+}
+
+uint64_t sym_elf_entry(const struct sym_elf *e)
+{
+	return e->entry;
 }
 
 bool sym_elf_func_start(struct sym_elf *e, uint64_t vaddr, uint64_t *start)

@@ -43,6 +43,9 @@ int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out);
  */
 bool sym_elf_func_start(struct sym_elf *e, uint64_t vaddr, uint64_t *start);
 
+/* The file's entry point (e_entry, a link-time address), 0 when it has none. */
+uint64_t sym_elf_entry(const struct sym_elf *e);
+
 /*
  * Demangles C++, Rust legacy and Rust v0 names (Rust without its hashes).
  * Returns a malloc'd string the caller frees, or NULL when NAME is NULL, not

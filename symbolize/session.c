@@ -849,9 +849,17 @@ static size_t resolve_frame(struct profile *p, const struct module *m, struct sy
 		locs[0] = profile_add_loc(p, profile_add_func(p, m->name, m->name, NULL, 0), 0);
 		return 1;
 	}
-	/* no symbol: name the enclosing function by its start, from the CFI */
-	if (elf)
-		sym_elf_func_start(elf, vaddr, &vaddr);
+	/*
+	 * No symbol: name the enclosing function by its start, from the CFI.
+	 * The one at the file's entry point is where the program (or, in
+	 * ld.so, the dynamic loader) starts: _start, whatever was stripped,
+	 * so that the stacks of stripped programs (every distribution binary)
+	 * count as whole.
+	 */
+	if (elf && sym_elf_func_start(elf, vaddr, &vaddr) && vaddr == sym_elf_entry(elf) && vaddr) {
+		locs[0] = profile_add_loc(p, profile_add_func(p, "_start", m->name, NULL, 0), 0);
+		return 1;
+	}
 	snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, m->name, vaddr);
 	locs[0] = profile_add_loc(p, profile_add_func(p, buf, m->name, NULL, 0), 0);
 	return 1;
