@@ -15,6 +15,7 @@
 #include <sys/eventfd.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -61,6 +62,15 @@ struct task {
 	uint64_t cpu_ns;        /* on-CPU time at the last tick (schedstat) */
 	uint64_t credit_ns;     /* on-CPU time not yet covered by a sample */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, opened at the first tick; -1 */
+	/*
+	 * Interrupted, but not stopped within WAIT_LIMIT_NS: a runnable thread
+	 * waiting for a CPU on a busy machine. Its stack cannot change before
+	 * it runs, so the sample is taken when its stop comes, and in wall
+	 * mode stands for the ticks it missed meanwhile too.
+	 */
+	bool late;
+	enum sampler_state late_state;
+	uint32_t late_ticks;
 };
 
 struct pmap {
@@ -105,6 +115,7 @@ struct ptrace_sampler {
 	int wake_fd;            /* eventfd: records are waiting */
 	uint64_t nr_samples, nr_missed;
 	size_t nr_schedstat_fds;
+	uint64_t late_lost;     /* samples of late tasks that exited first; counted at the next tick */
 };
 
 /* ---- tasks ---- */
@@ -135,6 +146,9 @@ static void remove_task(struct ptrace_sampler *s, pid_t tid)
 {
 	for (size_t i = 0; i < s->nr_tasks; i++) {
 		if (s->tasks[i].tid == tid) {
+			/* gone before its late stop came: those samples are lost */
+			if (s->tasks[i].late)
+				s->late_lost += 1 + s->tasks[i].late_ticks;
 			if (s->tasks[i].schedstat_fd >= 0) {
 				close(s->tasks[i].schedstat_fd);
 				s->nr_schedstat_fds--;
@@ -493,6 +507,10 @@ static void on_task_exit(struct ptrace_sampler *s, pid_t tid, int status, const 
  * Acts on one wait status that is not the stop a sample waits for, and
  * lets the task run on. Returns true when the task is gone.
  */
+static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state state,
+			uint32_t repeat);
+static bool is_interrupt_stop(int status);
+
 static bool handle_status(struct ptrace_sampler *s, pid_t tid, int status, const struct rusage *ru)
 {
 	int event = status >> 16, sig;
@@ -530,7 +548,14 @@ static bool handle_status(struct ptrace_sampler *s, pid_t tid, int status, const
 
 			if (t)
 				t->group_stopped = false;
-			ptrace(PTRACE_CONT, tid, 0, 0);
+			if (t && t->late && is_interrupt_stop(status)) {
+				uint32_t n = 1 + t->late_ticks;
+
+				t->late = false;
+				take_sample(s, tid, t->late_state, n);
+			} else {
+				ptrace(PTRACE_CONT, tid, 0, 0);
+			}
 		}
 		return false;
 	case 0:
@@ -598,7 +623,8 @@ static uint64_t read_stack(pid_t pid, uint64_t sp, uint8_t *buf, uint64_t size)
  * Reads the sample of TID, which is in its interrupt stop, and lets it go.
  * STATE is what the thread was doing just before it was interrupted.
  */
-static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state state)
+static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state state,
+			uint32_t repeat)
 {
 	struct user_regs_struct regs;
 	struct iovec iov = { &regs, sizeof(regs) };
@@ -631,7 +657,8 @@ static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state 
 	}
 	/* registers and stack are copied: let the thread go before the slow part */
 	ptrace(PTRACE_CONT, tid, 0, 0);
-	emit(s, &r);
+	for (uint32_t i = 0; i < repeat; i++)
+		emit(s, &r);
 }
 
 static bool is_interrupt_stop(int status)
@@ -643,13 +670,26 @@ static bool is_interrupt_stop(int status)
  * Interrupts every thread in TIDS at once and samples each as its stop
  * arrives: a runnable thread stops only when it next gets a CPU, so doing
  * them one by one would add up those waits. A thread that has not stopped
- * after WAIT_LIMIT_NS is left; its stop is let go when it comes.
+ * after WAIT_LIMIT_NS is left "late" and sampled when its stop comes.
  */
 #define WAIT_LIMIT_NS 20000000ull
+/* The tracer thread's nice value, when it may raise its priority. */
+#define TRACER_NICE -10
+/* Ticks a late sample may stand for (wall mode); past them they count as lost. */
+#define LATE_TICKS_MAX 1000
 
 static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 {
-	uint64_t deadline = time_mono_ns() + WAIT_LIMIT_NS;
+	/*
+	 * Wall mode samples every thread on every tick, runnable ones too, which
+	 * on a busy machine may take long to stop: waiting for them would miss
+	 * the next ticks, and miss them most while threads compute. So it waits
+	 * a period at most, and a late thread is sampled when its stop comes,
+	 * for the ticks it missed as well (struct task). On-CPU mode samples
+	 * running threads, which stop at once, and waits the full limit.
+	 */
+	uint64_t limit = s->opts.wall && s->period_ns < WAIT_LIMIT_NS ? s->period_ns : WAIT_LIMIT_NS;
+	uint64_t deadline = time_mono_ns() + limit;
 	struct timespec nap = { 0, 0 };
 	enum sampler_state *states = xmalloc(st_mult(n + 1, sizeof(*states)));
 	size_t left = 0;
@@ -699,7 +739,7 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 
 			tids[k] = tids[--left];
 			states[k] = states[left];
-			take_sample(s, w, st);
+			take_sample(s, w, st, 1);
 			continue;
 		}
 		if (!find_task(s, w) && w != s->root && (status >> 16) == PTRACE_EVENT_STOP)
@@ -709,9 +749,17 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 			states[k] = states[left];
 		}
 	}
+	/* threads that did not stop in time (a busy machine): sampled when they do */
+	for (size_t k = 0; k < left; k++) {
+		struct task *t = find_task(s, tids[k]);
+
+		if (t) {
+			t->late = true;
+			t->late_state = states[k];
+			t->late_ticks = 0;
+		}
+	}
 	free(states);
-	/* threads that did not stop in time (a busy machine): their samples are lost, and said so */
-	emit_lost(s, left);
 }
 
 /*
@@ -753,6 +801,14 @@ static void tick(struct ptrace_sampler *s)
 
 		if (!t)
 			continue;
+		if (t->late) {
+			/* its last interrupt is still pending: this tick is in the sample it will give */
+			if (s->opts.wall && t->late_ticks < LATE_TICKS_MAX)
+				t->late_ticks++;
+			else if (s->opts.wall)
+				missed++;
+			continue;
+		}
 		if (t->group_stopped) {
 			/* SIGCONT ends a group-stop without always telling the tracer */
 			st = proc_task_state(t->pid, t->tid, NULL);
@@ -801,7 +857,8 @@ static void tick(struct ptrace_sampler *s)
 		}
 		due[nr_due++] = tids[i];
 	}
-	emit_lost(s, missed);
+	emit_lost(s, missed + s->late_lost);
+	s->late_lost = 0;
 	if (nr_due)
 		sample_tasks(s, due, nr_due);
 	free(tids);
@@ -928,6 +985,13 @@ static void *tracer_main(void *arg)
 	/* signals are the reader's business; SIGCHLD is taken with sigtimedwait */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	/*
+	 * The ticks are the clock of the samples: a tracer that waits for a CPU
+	 * behind the threads it samples misses ticks, and misses them most
+	 * while they compute. Ahead of them where allowed (CAP_SYS_NICE or
+	 * RLIMIT_NICE); where not, it stays as it is and its losses are counted.
+	 */
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TRACER_NICE);
 	if (!seize_all(s)) {
 		sem_post(&s->ready);
 		return NULL;
