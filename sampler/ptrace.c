@@ -71,6 +71,7 @@ struct task {
 	bool late;
 	enum sampler_state late_state;
 	uint32_t late_ticks;
+	uint64_t late_since_ns;
 };
 
 struct pmap {
@@ -677,6 +678,8 @@ static bool is_interrupt_stop(int status)
 #define TRACER_NICE -10
 /* Ticks a late sample may stand for (wall mode); past them they count as lost. */
 #define LATE_TICKS_MAX 1000
+/* How long a late thread's stop is waited for before the thread is sampled afresh. */
+#define LATE_EXPIRE_NS 200000000ull
 
 static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 {
@@ -757,6 +760,7 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 			t->late = true;
 			t->late_state = states[k];
 			t->late_ticks = 0;
+			t->late_since_ns = time_mono_ns();
 		}
 	}
 	free(states);
@@ -801,6 +805,15 @@ static void tick(struct ptrace_sampler *s)
 
 		if (!t)
 			continue;
+		if (t->late && now - t->late_since_ns > LATE_EXPIRE_NS) {
+			/*
+			 * The stop never came: another ptrace stop (a fork event, a
+			 * signal) can take the place of a pending interrupt's. Without
+			 * this the thread would never be sampled again.
+			 */
+			t->late = false;
+			missed += 1 + t->late_ticks;
+		}
 		if (t->late) {
 			/* its last interrupt is still pending: this tick is in the sample it will give */
 			if (s->opts.wall && t->late_ticks < LATE_TICKS_MAX)

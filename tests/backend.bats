@@ -124,7 +124,9 @@ teardown() {
 	on=$(sed -n 's/^Thread states: on CPU (running or runnable) [0-9]* (\([0-9.]*\)%), off CPU.*/\1/p' <<<"$output")
 	near "$on" 50 15
 	run --separate-stderr "$PROFTOOL" report --state on-cpu --comm sleepy-worker --format folded w.data
-	at_least "$(cum_share work_phase <<<"$output")" 80
+	# (a thread just woken from nanosleep is runnable too: 9 % on a quiet machine, more on a
+	# busy one, where it waits longer for a CPU)
+	at_least "$(cum_share work_phase <<<"$output")" 70
 	run --separate-stderr "$PROFTOOL" report --state off-cpu --format folded w.data
 	# off CPU: the worker's nanosleep and main's pthread_join, never computing
 	near "$(cum_share work_phase <<<"$output")" 0 5
