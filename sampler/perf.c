@@ -71,6 +71,7 @@ struct stage {
 	struct pending *pend;   /* .chunk is set when taken */
 	size_t nr, alloc_pend;
 	uint64_t sweep;         /* start of the last sweep of every buffer that completed */
+	uint64_t prev_sweep;    /* start of the one before it */
 };
 
 struct perf_sampler {
@@ -102,7 +103,6 @@ struct perf_sampler {
 	size_t nr_chunks, alloc_chunks;
 	struct pending *pend;
 	size_t nr_pend, alloc_pend;
-	uint64_t limit;                 /* deliver records older than this (CLOCK_MONOTONIC) */
 
 	uint64_t *chain;                /* scratch for one callchain */
 	size_t alloc_chain;
@@ -457,7 +457,6 @@ struct perf_sampler *perf_sampler_open(const struct sampler_opts *opts, char *er
 		errno = -ret;
 		return NULL;
 	}
-	s->limit = time_mono_ns();
 	ret = start_drainer(s);
 	if (ret < 0) {
 		errbuf_set(err, errlen, "cannot start the thread that reads the ring buffers: %s",
@@ -602,6 +601,7 @@ static void drain_all(struct perf_sampler *s)
 	pthread_mutex_lock(&s->lock);
 	for (unsigned i = 0; i < s->nr_cpus; i++)
 		drain_one(s, &s->cpus[i], &s->stage);
+	s->stage.prev_sweep = s->stage.sweep;
 	s->stage.sweep = start;
 	pthread_mutex_unlock(&s->lock);
 }
@@ -680,12 +680,14 @@ static void stop_drainer(struct perf_sampler *s)
 /*
  * Moves what the stage holds into a chunk of the reader's own, and returns
  * the time up to which every record is in hand: the start of the sweep
- * before the last completed one (a record is written just after its
- * time, so one sweep of margin).
+ * before the last completed one. A record is written just after its time,
+ * possibly after the last sweep read its buffer, so one whole sweep of
+ * margin keeps a fork record ahead of its child's first samples however
+ * often the reader takes.
  */
 static uint64_t take_stage(struct perf_sampler *s)
 {
-	uint64_t limit = s->limit;
+	uint64_t limit;
 	size_t k;
 
 	pthread_mutex_lock(&s->lock);
@@ -706,7 +708,7 @@ static uint64_t take_stage(struct perf_sampler *s)
 		s->stage.len = s->stage.alloc = 0;
 		s->stage.nr = 0;
 	}
-	s->limit = s->stage.sweep;
+	limit = s->stage.prev_sweep;
 	pthread_mutex_unlock(&s->lock);
 	return limit;
 }

@@ -680,6 +680,19 @@ static void on_sample(struct sym_session *ss, const struct sampler_rec *r)
 		user = ss->pcs;
 		if (r->sample.chain_full)
 			stop = SYM_STOP_DEPTH;
+		/*
+		 * Past a function built without frame pointers (ld.so's, most
+		 * libraries') the kernel's walk reads whatever the register held:
+		 * a caller in no mapping is such garbage, and the stack ends there
+		 * instead of growing [unknown] roots.
+		 */
+		for (uint32_t i = 1; pr && i < nr_user; i++) {
+			if (module_at(pr, ss->pcs[i]) == UINT32_MAX) {
+				nr_user = i;
+				stop = SYM_STOP_NO_MAPPING;
+				break;
+			}
+		}
 	}
 	if (!nr_user && !nk)
 		return;
