@@ -10,60 +10,6 @@ teardown() {
 	return 0
 }
 
-# state PID: the one-letter state from /proc/PID/stat
-state() {
-	sed 's/.*) \(.\).*/\1/' "/proc/$1/stat"
-}
-
-tracer() {
-	awk '/^TracerPid:/ { print $2 }' "/proc/$1/status"
-}
-
-# Waits (up to 20 s: a loaded machine is slow) until proftool (pid $1) holds perf events and
-# the target (pid $2) runs again.
-wait_attached() {
-	for _ in $(seq 1000); do
-		if ls -l "/proc/$1/fd" 2>/dev/null | grep -q 'perf_event' && [ "$(state "$2")" != T ]; then
-			return 0
-		fi
-		kill -0 "$1" 2>/dev/null || { echo "attach $1 ended before it held perf events" >&2; return 1; }
-		sleep 0.02
-	done
-	echo "attach $1 never held perf events for $2" >&2
-	return 1
-}
-
-# Waits (up to 20 s) until the target (pid $2) is traced by one of proftool's (pid $1) threads
-# (the ptrace backend seizes it with the options that follow clones and forks) and runs again.
-wait_traced() {
-	local t
-
-	for _ in $(seq 1000); do
-		t=$(tracer "$2")
-		if [ "$t" != 0 ] && [ -d "/proc/$1/task/$t" ] && [[ "$(state "$2")" != [Tt] ]]; then
-			return 0
-		fi
-		kill -0 "$1" 2>/dev/null || { echo "attach $1 ended before it traced $2" >&2; return 1; }
-		sleep 0.02
-	done
-	echo "attach $1 never traced $2" >&2
-	return 1
-}
-
-# burn_ticks PID N: waits until PID has used N more clock ticks of CPU; counts the target's
-# work, not time, so that a loaded machine does not leave the profile empty
-burn_ticks() {
-	local c0
-
-	c0=$(awk '{ print $14 + $15 }' "/proc/$1/stat")
-	for _ in $(seq 2400); do
-		[ $(($(awk '{ print $14 + $15 }' "/proc/$1/stat") - c0)) -ge "$2" ] && return 0
-		sleep 0.025
-	done
-	echo "process $1 did not use $2 ticks of CPU in a minute" >&2
-	return 1
-}
-
 # signal_attach SIGNAL BACKEND: SIGNAL to 'proftool attach --backend BACKEND' stops it: it
 # writes the profile, exits 0, and the target goes on running, neither stopped nor traced.
 signal_attach() {
@@ -72,11 +18,7 @@ signal_attach() {
 	disown "$target"   # killed in teardown: no job notice
 	"$PROFTOOL" attach -q --backend "$2" -o sig.data "$target" 2>err.txt &
 	rec=$!
-	if [ "$2" = ptrace ]; then
-		wait_traced "$rec" "$target"
-	else
-		wait_attached "$rec" "$target"
-	fi
+	wait_attached "$rec" "$target"
 	burn_ticks "$target" 30
 	kill -"$1" "$rec"
 	wait "$rec" && st=0 || st=$?
@@ -149,7 +91,7 @@ signal_attach() {
 	# attach ends when its target does; --duration 60 only guards against a hang
 	"$PROFTOOL" attach -q --backend ptrace --duration 60 -o late.data "$target" 2>err.txt &
 	rec=$!
-	wait_traced "$rec" "$target"
+	wait_attached "$rec" "$target"
 	touch go
 	# late exits 1 unless its child exited normally: under ptrace the fork is traced too
 	wait "$target" && st=0 || st=$?

@@ -46,15 +46,6 @@ teardown() {
 
 # ---- helpers ----
 
-# state PID: the one-letter state from /proc/PID/stat
-state() {
-	sed 's/.*) \(.\).*/\1/' "/proc/$1/stat"
-}
-
-tracer() {
-	awk '/^TracerPid:/ { print $2 }' "/proc/$1/status"
-}
-
 # untouched PID: running or sleeping (not stopped, not traced), with no tracer
 untouched() {
 	local s
@@ -62,11 +53,6 @@ untouched() {
 	s=$(state "$1")
 	[[ "$s" == [RSD] ]] || { echo "process $1 is in state $s" >&2; return 1; }
 	[ "$(tracer "$1")" = 0 ] || { echo "process $1 is traced by $(tracer "$1")" >&2; return 1; }
-}
-
-# CPU time of PID so far, in clock ticks (user + system)
-cpu_ticks() {
-	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
 }
 
 # no_temp_files DIR: no temporary profile '.NAME.XXXXXX' is left in DIR
@@ -108,40 +94,6 @@ wait_child() {
 		sleep 0.05
 	done
 	echo "no child '$2' of $1 appeared" >&2
-	return 1
-}
-
-# burn_ticks PID N: waits until PID has used N more clock ticks of CPU (or ended);
-# counts the target's work, not time
-burn_ticks() {
-	local c0 s
-
-	c0=$(cpu_ticks "$1")
-	for _ in $(seq 2400); do
-		s=$(state "$1" 2>/dev/null || echo X)
-		[[ "$s" == [ZX] ]] && return 0
-		[ $(($(cpu_ticks "$1") - c0)) -ge "$2" ] && return 0
-		sleep 0.025
-	done
-	echo "process $1 did not use $2 ticks of CPU in a minute" >&2
-	return 1
-}
-
-# wait_attached REC TARGET: waits until attach (pid REC) samples TARGET and TARGET runs again
-# (perf: REC holds perf events; ptrace: one of REC's threads is TARGET's tracer)
-wait_attached() {
-	local t
-
-	for _ in $(seq 200); do
-		t=$(tracer "$2")
-		if { ls -l "/proc/$1/fd" 2>/dev/null | grep -q 'perf_event' ||
-		     { [ "$t" != 0 ] && [ -d "/proc/$1/task/$t" ]; }; } &&
-		   [[ "$(state "$2")" != [Tt] ]]; then
-			return 0
-		fi
-		sleep 0.02
-	done
-	echo "attach $1 never got hold of $2" >&2
 	return 1
 }
 

@@ -24,6 +24,59 @@ p = json.load(gzip.open(sys.argv[1]))
 print(eval(sys.argv[2]))' "$1" "$2"
 }
 
+# ---- processes ----
+
+# state PID: the one-letter state from /proc/PID/stat
+state() {
+	sed 's/.*) \(.\).*/\1/' "/proc/$1/stat"
+}
+
+# tracer PID: the TracerPid of PID (0 when untraced)
+tracer() {
+	awk '/^TracerPid:/ { print $2 }' "/proc/$1/status"
+}
+
+# CPU time of PID so far, in clock ticks (user + system)
+cpu_ticks() {
+	awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0
+}
+
+# burn_ticks PID N: waits until PID has used N more clock ticks of CPU (or ended); counts
+# the target's work, not time, so that a loaded machine does not leave the profile empty
+burn_ticks() {
+	local c0 s
+
+	c0=$(cpu_ticks "$1")
+	for _ in $(seq 2400); do
+		s=$(state "$1" 2>/dev/null || echo X)
+		[[ "$s" == [ZX] ]] && return 0
+		[ $(($(cpu_ticks "$1") - c0)) -ge "$2" ] && return 0
+		sleep 0.025
+	done
+	echo "process $1 did not use $2 ticks of CPU in a minute" >&2
+	return 1
+}
+
+# wait_attached REC TARGET: waits (up to 20 s: a loaded machine is slow) until attach (pid
+# REC) samples TARGET and TARGET runs again. perf: REC holds perf events; ptrace: one of
+# REC's threads is TARGET's tracer (it seizes with the options that follow clones and forks).
+wait_attached() {
+	local t
+
+	for _ in $(seq 1000); do
+		t=$(tracer "$2")
+		if { ls -l "/proc/$1/fd" 2>/dev/null | grep -q 'perf_event' ||
+		     { [ "$t" != 0 ] && [ -d "/proc/$1/task/$t" ]; }; } &&
+		   [[ "$(state "$2")" != [Tt] ]]; then
+			return 0
+		fi
+		kill -0 "$1" 2>/dev/null || { echo "attach $1 ended before it got hold of $2" >&2; return 1; }
+		sleep 0.02
+	done
+	echo "attach $1 never got hold of $2" >&2
+	return 1
+}
+
 # Self share (percent, one decimal) of function NAME in a folded report on stdin.
 self_share() {
 	awk -v f="$1" '{
