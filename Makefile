@@ -35,6 +35,8 @@ WL_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-poin
 WL_NOFP   := -std=gnu11 -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra -Werror
 
 BATS      ?= bats
+# the bats suites 'make bats' runs (TESTS=tests/report.bats for one)
+TESTS     ?= tests/*.bats
 export LC_ALL := C
 
 .PHONY: all deps deps-check consumers check unit bats leaks lint asan demo bench longrun clean fuzz
@@ -100,7 +102,7 @@ bats: all $(WL_BINS) $(TOOLS) consumers
 	PROFTOOL=$(abspath $(O)/proftool) WORKLOADS=$(abspath $(O)/workloads) \
 		TOOLS=$(abspath $(O)/tests/tools) CONSUMERS=$(CONSUMERS) \
 		WORKLOADS_NOFP=$(abspath $(O)/workloads-nofp) \
-		$(BATS) --tap tests/*.bats
+		$(BATS) --tap $(TESTS)
 
 # valgrind's leak and descriptor checks of report and diff, every format (about a minute; CI runs it)
 leaks: all $(WL_BINS)
