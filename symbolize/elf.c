@@ -463,17 +463,12 @@ int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out)
 	return nfn;
 }
 
-bool sym_elf_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t *bias)
+bool sym_load_bias(const GElf_Phdr *loads, size_t nr, uint64_t start, uint64_t pgoff,
+		   uint64_t *bias)
 {
 	const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE) - 1;
-	Elf *elf;
-	size_t phnum;
-	bool ok = false;
+	bool ok = false, exec = false;
 
-	elf_version(EV_CURRENT);
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf)
-		return false;
 	/*
 	 * The kernel maps a segment from its page-aligned offset to its
 	 * page-aligned address. Linkers that pack segments (lld, mold) start
@@ -482,23 +477,41 @@ bool sym_elf_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t *bias)
 	 * is code (only executable mappings come here), so the executable
 	 * segment wins.
 	 */
-	if (elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &phnum) == 0) {
-		bool exec = false;
+	for (size_t i = 0; i < nr && !exec; i++) {
+		const GElf_Phdr *ph = &loads[i];
 
-		for (size_t i = 0; i < phnum && !exec; i++) {
-			GElf_Phdr ph;
+		if (ph->p_type != PT_LOAD || (ok && !(ph->p_flags & PF_X)))
+			continue;
+		if (pgoff >= (ph->p_offset & ~page) && pgoff < ph->p_offset + ph->p_filesz) {
+			uint64_t vaddr = (ph->p_vaddr & ~page) + (pgoff - (ph->p_offset & ~page));
 
-			if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || (ok && !(ph.p_flags & PF_X)))
-				continue;
-			if (pgoff >= (ph.p_offset & ~page) && pgoff < ph.p_offset + ph.p_filesz) {
-				uint64_t vaddr = (ph.p_vaddr & ~page) + (pgoff - (ph.p_offset & ~page));
-
-				*bias = start - vaddr;
-				ok = true;
-				exec = ph.p_flags & PF_X;
-			}
+			*bias = start - vaddr;
+			ok = true;
+			exec = ph->p_flags & PF_X;
 		}
 	}
+	return ok;
+}
+
+bool sym_elf_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t *bias)
+{
+	GElf_Phdr *loads = NULL;
+	size_t phnum, nr = 0;
+	bool ok = false;
+	Elf *elf;
+
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf)
+		return false;
+	if (elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &phnum) == 0) {
+		loads = xmalloc(st_mult(phnum + 1, sizeof(*loads)));
+		for (size_t i = 0; i < phnum; i++)
+			if (gelf_getphdr(elf, i, &loads[nr]) && loads[nr].p_type == PT_LOAD)
+				nr++;
+		ok = sym_load_bias(loads, nr, start, pgoff, bias);
+	}
+	free(loads);
 	elf_end(elf);
 	return ok;
 }

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 
 /* One frame of a resolved address; strings stay valid until the sym_elf is closed. */
 struct sym_frame {
@@ -84,16 +85,60 @@ const char *sym_perfmap_find(const struct sym_perfmap *m, uint64_t addr, uint64_
  */
 extern const Dwfl_Callbacks sym_dwfl_callbacks;
 
-/* ---- DWARF unwinding of copied user stacks (unwind.c) ---- */
+/* ---- call frame information of one file (cfi.c) ---- */
 
-/* A file mapping as the unwinder needs it; the session owns the strings and fd. */
-struct sym_mapping {
-	uint64_t start, end, pgoff;
-	uint32_t module;        /* the session's module id */
-	const char *path;       /* file to open when fd < 0 */
-	const char *name;       /* module name for libdwfl */
-	int fd;                 /* open fd of the file, or -1 */
+/* x86-64 DWARF registers 0..16 (rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8..r15, rip) */
+#define SYM_NREGS 17
+#define SYM_REG_RA 16           /* the return address column: a frame's pc */
+
+/* One frame's registers, DWARF numbering. */
+struct sym_regs {
+	uint64_t r[SYM_NREGS];
+	uint32_t valid;         /* bit N: r[N] is known */
 };
+
+/* Reads 8 bytes of the target at ADDR; false when they are not available. */
+typedef bool sym_read_fn(void *arg, uint64_t addr, uint64_t *val);
+
+/*
+ * The unwind tables of one ELF file (.eh_frame, and the file's own
+ * .debug_frame), with each address's rule compiled once and cached: one
+ * per file, shared by every process that maps it. FD stays the caller's
+ * and may be closed once this returns (the file is mapped). NULL when FD
+ * is not an ELF file. Not thread-safe.
+ */
+struct sym_cfi;
+struct sym_cfi *sym_cfi_open(int fd);
+void sym_cfi_free(struct sym_cfi *c);
+
+/* The load bias of this file mapped at START from file offset PGOFF (see sym_elf_bias). */
+bool sym_cfi_bias(const struct sym_cfi *c, uint64_t start, uint64_t pgoff, uint64_t *bias);
+
+enum sym_cfi_step {
+	SYM_CFI_OK,             /* REGS are now the caller's */
+	SYM_CFI_END,            /* the frame has no caller: the thread's first function */
+	SYM_CFI_NONE,           /* no CFI covers the address; REGS untouched */
+	SYM_CFI_READ,           /* the return address could not be found (a read failed) */
+};
+
+/*
+ * Unwinds one frame: REGS are those of a frame executing at link-time
+ * address ADDR of this file (a return address minus one, except in the
+ * first and interrupted frames); on SYM_CFI_OK they become its caller's,
+ * the caller's pc in REGS->r[SYM_REG_RA]. *SIGNAL says that the frame is a
+ * signal trampoline (its caller was interrupted, not calling).
+ */
+enum sym_cfi_step sym_cfi_step(struct sym_cfi *c, uint64_t addr, struct sym_regs *regs,
+			       sym_read_fn *read, void *arg, bool *signal);
+
+/*
+ * The load bias of the PT_LOAD segments LOADS mapped at START from file
+ * offset PGOFF (runtime address = link-time address + bias).
+ */
+bool sym_load_bias(const GElf_Phdr *loads, size_t nr, uint64_t start, uint64_t pgoff,
+		   uint64_t *bias);
+
+/* ---- DWARF unwinding of copied user stacks (unwind.c) ---- */
 
 /* Why an unwind stopped before the outermost frame. */
 enum sym_stop {
@@ -108,36 +153,24 @@ enum sym_stop {
 
 #define SYM_MAX_FRAMES 1024
 
-struct sym_unwinder;
+/* Where the code at an address comes from, as the unwinder needs it. */
+struct sym_code {
+	struct sym_cfi *cfi;    /* NULL: no CFI (anonymous memory, or no ELF file behind it) */
+	uint64_t bias;          /* of the mapping: runtime address = link-time address + bias */
+	uint32_t module;        /* the session's module id; UINT32_MAX when no ELF file maps it */
+};
+typedef void sym_code_fn(void *arg, uint64_t pc, struct sym_code *out);
 
 /*
- * An unwinder is reference-counted: a forked process, whose address space is
- * its parent's, shares the parent's until either one's mappings change (the
- * one that changed then takes a new one). Unwinding itself reads nothing of
- * the process but the sample, so any thread of any sharer may use it.
- * sym_unwinder_free() drops one reference.
+ * Unwinds one sample: PERF_REGS are perf's x86-64 user registers (mask
+ * 0xff0fff order), STACK the copy of SIZE bytes starting at the sampled
+ * SP; CODE tells, for an address, the file's CFI and load bias. Fills PCS
+ * leaf first with lookup addresses (a caller's return address minus one)
+ * and returns their number (SYM_MAX_FRAMES at most); *STOP says why the
+ * walk ended and *STOP_MODULE the module id of the last frame (UINT32_MAX
+ * if none). Reads nothing but the copy.
  */
-struct sym_unwinder *sym_unwinder_new(void);
-struct sym_unwinder *sym_unwinder_ref(struct sym_unwinder *u);
-bool sym_unwinder_shared(const struct sym_unwinder *u);
-void sym_unwinder_free(struct sym_unwinder *u);
-
-/*
- * Makes the unwinder's view match MAPS (sorted, file mappings only). With
- * ADD_ONLY the mappings since the last sync were only added, and the
- * existing libdwfl state (with its caches) is kept.
- */
-void sym_unwinder_sync(struct sym_unwinder *u, const struct sym_mapping *maps, size_t nr,
-		       bool add_only);
-
-/*
- * Unwinds one sample: REGS are perf's x86-64 user registers (mask 0xff0fff
- * order), STACK the copy of SIZE bytes starting at the sampled SP. Fills
- * PCS leaf first with lookup addresses (a caller's return address minus
- * one) and returns their number; *STOP says why the walk ended and
- * *STOP_MODULE the module id of the last frame (UINT32_MAX if none).
- */
-int sym_unwind(struct sym_unwinder *u, int32_t tid, const uint64_t *regs, const uint8_t *stack,
+int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, const uint8_t *stack,
 	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module);
 
 #endif

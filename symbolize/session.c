@@ -33,12 +33,18 @@ struct module {
 	int fd;                 /* opened when first mapped; -1 if not a file or unopenable */
 	bool is_file;           /* an ELF image to symbolize (files, and [vdso]) */
 	int32_t pid;            /* anonymous memory belongs to one process; 0 for files */
+	struct sym_cfi *cfi;    /* unwind tables, read at the first unwind through the file */
+	bool cfi_tried;
 };
 
 struct map {
 	uint64_t start, end, pgoff;
 	uint32_t module;
+	uint8_t bias_state;     /* enum bias_state: the load bias is computed when first needed */
+	uint64_t bias;
 };
+
+enum bias_state { BIAS_UNKNOWN, BIAS_OK, BIAS_NONE };
 
 /* An address space, shared by the threads of one process incarnation. */
 struct aspace {
@@ -51,12 +57,6 @@ struct proc {
 	int32_t pid;
 	uint32_t out;           /* index in the profile's processes */
 	struct aspace as;
-	uint64_t as_gen;        /* bumped by every mapping change */
-	uint64_t as_cut_gen;    /* bumped when a change removed or cut a mapping */
-	struct sym_unwinder *uw;/* created at the first sample with a stack copy, or the
-				   parent's shared at fork; dropped when the process ends */
-	uint64_t uw_gen, uw_cut_gen; /* what the unwinder last saw */
-	uint32_t nr_live;       /* threads seen and not yet exited */
 };
 
 /* An address inside a module: a file offset, or an absolute address for special modules. */
@@ -99,8 +99,6 @@ struct sym_session {
 	struct idx node_idx;
 
 	uint64_t *pcs;          /* scratch: one unwound stack */
-	struct sym_mapping *maps; /* scratch: an address space for the unwinder */
-	size_t alloc_maps;
 };
 
 struct sym_session *sym_session_new(const struct sym_opts *opts)
@@ -133,13 +131,11 @@ void sym_session_free(struct sym_session *ss)
 		free(ss->mods[i].name);
 		if (ss->mods[i].fd >= 0)
 			close(ss->mods[i].fd);
+		sym_cfi_free(ss->mods[i].cfi);
 	}
-	for (size_t i = 0; i < ss->nr_procs; i++) {
+	for (size_t i = 0; i < ss->nr_procs; i++)
 		free(ss->procs[i].as.maps);
-		sym_unwinder_free(ss->procs[i].uw);
-	}
 	free(ss->pcs);
-	free(ss->maps);
 	free(ss->mods);
 	free(ss->procs);
 	free(ss->frames);
@@ -227,7 +223,6 @@ static uint32_t new_proc(struct sym_session *ss, int32_t pid, int32_t ppid, cons
 		pr->as.maps = xmalloc(st_mult(copy->nr, sizeof(*copy->maps)));
 		memcpy(pr->as.maps, copy->maps, copy->nr * sizeof(*copy->maps));
 		pr->as.nr = pr->as.alloc = copy->nr;
-		pr->as_gen = 1;
 	}
 	idx_insert(&ss->pid_idx, hash_u64((uint32_t)pid), ss->nr_procs);
 	return ss->nr_procs++;
@@ -237,7 +232,6 @@ static uint32_t new_thread(struct sym_session *ss, int32_t tid, uint32_t proc, c
 {
 	uint32_t t = profile_add_thread(ss->prof, tid, ss->procs[proc].out, comm);
 
-	ss->procs[proc].nr_live++;
 	idx_insert(&ss->tid_idx, hash_u64((uint32_t)tid), t);
 	return t;
 }
@@ -263,20 +257,6 @@ static struct proc *proc_of_thread(struct sym_session *ss, uint32_t t)
 	return proc == IDX_NONE ? NULL : &ss->procs[proc];
 }
 
-/* Whether PR's unwinder has seen every change to PR's mappings. */
-static bool unwinder_current(const struct proc *pr)
-{
-	return pr->uw && pr->as_gen && pr->uw_gen == pr->as_gen && pr->uw_cut_gen == pr->as_cut_gen;
-}
-
-/* Frees (or stops sharing) PR's unwinder; the next sample with a stack builds a new one. */
-static void drop_unwinder(struct proc *pr)
-{
-	sym_unwinder_free(pr->uw);
-	pr->uw = NULL;
-	pr->uw_gen = pr->uw_cut_gen = 0;
-}
-
 static void set_comm(char **dst, const char *comm)
 {
 	free(*dst);
@@ -292,10 +272,6 @@ static void on_comm(struct sym_session *ss, const struct sampler_rec *r)
 		uint32_t old = find_proc(ss, r->pid);
 		int32_t ppid = old == IDX_NONE ? 0 : ss->prof->procs[ss->procs[old].out].ppid;
 		uint32_t proc = new_proc(ss, r->pid, ppid, r->comm.comm, IDX_NONE);
-
-		/* the old program's unwinder is no use any more: free its memory now */
-		if (old != IDX_NONE)
-			drop_unwinder(&ss->procs[old]);
 
 		new_thread(ss, r->tid, proc, r->comm.comm);
 		return;
@@ -314,7 +290,7 @@ static void on_fork(struct sym_session *ss, const struct sampler_rec *r)
 {
 	uint32_t parent_t = find_thread(ss, r->fork.ptid);
 	const char *comm = parent_t == IDX_NONE ? NULL : ss->prof->threads[parent_t].comm;
-	uint32_t proc, parent;
+	uint32_t proc;
 
 	if (r->pid == r->fork.ppid) {
 		/* a new thread: it inherits its creator's name */
@@ -324,35 +300,12 @@ static void on_fork(struct sym_session *ss, const struct sampler_rec *r)
 		new_thread(ss, r->tid, proc, comm);
 		return;
 	}
-	/* a new process: a copy of its parent's address space */
-	parent = find_proc(ss, r->fork.ppid);
-	proc = new_proc(ss, r->pid, r->fork.ppid, comm, parent);
-	new_thread(ss, r->tid, proc, comm);
 	/*
-	 * and its unwinder, while the parent's is up to date: building one per
-	 * child (libdwfl parsing libc's CFI again) made bursts of forks lose
-	 * most of their samples to full ring buffers
+	 * a new process: a copy of its parent's address space; what it knows
+	 * of each file (CFI, symbols) is per file and shared already
 	 */
-	if (parent != IDX_NONE && unwinder_current(&ss->procs[parent])) {
-		struct proc *pp = &ss->procs[parent], *pc = &ss->procs[proc];
-
-		pc->uw = sym_unwinder_ref(pp->uw);
-		pc->uw_gen = pc->as_gen;
-		pc->uw_cut_gen = pc->as_cut_gen;
-	}
-}
-
-static void on_exit_rec(struct sym_session *ss, const struct sampler_rec *r)
-{
-	uint32_t t = find_thread(ss, r->tid);
-	struct proc *pr;
-
-	if (t == IDX_NONE || ss->prof->procs[ss->prof->threads[t].process].pid != r->pid)
-		return;
-	pr = proc_of_thread(ss, t);
-	/* a process that has ended takes no more samples: its unwinder can go */
-	if (pr && pr->nr_live && !--pr->nr_live)
-		drop_unwinder(pr);
+	proc = new_proc(ss, r->pid, r->fork.ppid, comm, find_proc(ss, r->fork.ppid));
+	new_thread(ss, r->tid, proc, comm);
 }
 
 /* ---- address spaces ---- */
@@ -445,6 +398,7 @@ static uint32_t get_module(struct sym_session *ss, const char *path, uint32_t ma
 	ALLOC_GROW(ss->mods, ss->nr_mods + 1, ss->alloc_mods);
 	id = ss->nr_mods++;
 	m = &ss->mods[id];
+	memset(m, 0, sizeof(*m));
 	m->path = xstrdup(path);
 	m->name = display_name(path);
 	m->maj = maj;
@@ -557,9 +511,8 @@ static void on_mmap(struct sym_session *ss, const struct sampler_rec *r)
 	m.pgoff = r->mmap.pgoff;
 	m.module = get_module(ss, r->mmap.filename, r->mmap.maj, r->mmap.min, r->mmap.ino,
 			      r->pid, m.start, m.end);
-	ss->procs[proc].as_gen++;
-	if (aspace_insert(&ss->procs[proc].as, &m))
-		ss->procs[proc].as_cut_gen++;
+	m.bias_state = BIAS_UNKNOWN;
+	aspace_insert(&ss->procs[proc].as, &m);
 }
 
 /* ---- stacks ---- */
@@ -609,35 +562,44 @@ static uint32_t user_frame(struct sym_session *ss, const struct aspace *as, uint
 	return intern_frame(ss, m->module, addr - m->start + m->pgoff);
 }
 
-/* Brings the process's unwinder up to date with its mappings. */
-static struct sym_unwinder *unwinder_for(struct sym_session *ss, struct proc *pr)
+/*
+ * The unwinder's view of an address in PR: the file's CFI, read at its
+ * first use and kept for every process that maps the file, and the
+ * mapping's load bias, computed once per mapping.
+ */
+struct code_arg {
+	struct sym_session *ss;
+	struct proc *pr;
+};
+
+static void code_at(void *arg, uint64_t pc, struct sym_code *out)
 {
-	size_t n = 0;
+	struct code_arg *a = arg;
+	struct map *m = (struct map *)aspace_find(&a->pr->as, pc);
+	struct module *mod = m ? &a->ss->mods[m->module] : NULL;
 
-	if (unwinder_current(pr))
-		return pr->uw;
-	/* shared with a process whose mappings did not change: leave it that one */
-	if (pr->uw && sym_unwinder_shared(pr->uw))
-		drop_unwinder(pr);
-	if (!pr->uw)
-		pr->uw = sym_unwinder_new();
-	ALLOC_GROW(ss->maps, pr->as.nr + 1, ss->alloc_maps);
-	for (size_t i = 0; i < pr->as.nr; i++) {
-		const struct map *m = &pr->as.maps[i];
-		const struct module *mod = &ss->mods[m->module];
+	out->cfi = NULL;
+	out->bias = 0;
+	out->module = UINT32_MAX;
+	if (!mod || !mod->is_file)
+		return;
+	if (!mod->cfi_tried) {
+		int fd = mod->fd >= 0 ? mod->fd : open(mod->path, O_RDONLY | O_CLOEXEC);
 
-		if (!mod->is_file)
-			continue;
-		ss->maps[n++] = (struct sym_mapping){
-			.start = m->start, .end = m->end, .pgoff = m->pgoff, .module = m->module,
-			.path = mod->path, .name = mod->name, .fd = mod->fd,
-		};
+		mod->cfi_tried = true;
+		mod->cfi = fd >= 0 ? sym_cfi_open(fd) : NULL;
+		if (fd >= 0 && fd != mod->fd)
+			close(fd);
 	}
-	/* only additions since the last sync: keep libdwfl's state and caches */
-	sym_unwinder_sync(pr->uw, ss->maps, n, pr->uw_cut_gen == pr->as_cut_gen && pr->uw_gen);
-	pr->uw_gen = pr->as_gen;
-	pr->uw_cut_gen = pr->as_cut_gen;
-	return pr->uw;
+	if (!mod->cfi)
+		return;
+	if (m->bias_state == BIAS_UNKNOWN)
+		m->bias_state = sym_cfi_bias(mod->cfi, m->start, m->pgoff, &m->bias) ? BIAS_OK : BIAS_NONE;
+	if (m->bias_state != BIAS_OK)
+		return;
+	out->cfi = mod->cfi;
+	out->bias = m->bias;
+	out->module = m->module;
 }
 
 /* Finds the module of ADDR in PR's address space (for naming a stop reason). */
@@ -663,9 +625,10 @@ static void on_sample(struct sym_session *ss, const struct sampler_rec *r)
 		ss->pcs = xmalloc(SYM_MAX_FRAMES * sizeof(*ss->pcs));
 	if (r->sample.regs && r->sample.stack && pr) {
 		/* DWARF: unwind the copied stack now; the copy dies with this record */
+		struct code_arg ca = { ss, pr };
 		uint32_t mod = UINT32_MAX;
 
-		nr_user = sym_unwind(unwinder_for(ss, pr), r->tid, r->sample.regs, r->sample.stack,
+		nr_user = sym_unwind(code_at, &ca, r->sample.regs, r->sample.stack,
 				     r->sample.stack_size, ss->pcs, &stop, &mod);
 		if (stop == SYM_STOP_NO_CFI || stop == SYM_STOP_MEMORY)
 			stop_module = module_at(pr, ss->pcs[nr_user - 1]);
@@ -735,7 +698,7 @@ int sym_session_add(struct sym_session *ss, const struct sampler_rec *r)
 		ss->prof->meta.lost += r->lost.count;
 		break;
 	case SAMPLER_REC_EXIT:
-		on_exit_rec(ss, r);
+		/* nothing per process outlives its address space, which the next exec or fork replaces */
 		break;
 	}
 	return 0;
@@ -780,8 +743,8 @@ int sym_session_add_existing(struct sym_session *ss, int32_t pid, int32_t tid)
 		m.end = end;
 		m.pgoff = pgoff;
 		m.module = get_module(ss, name_at ? line + name_at : "", maj, min, ino, pid, start, end);
+		m.bias_state = BIAS_UNKNOWN;
 		aspace_insert(&ss->procs[proc].as, &m);
-		ss->procs[proc].as_gen++;
 	}
 	fclose(f);
 	return 0;
@@ -895,6 +858,11 @@ struct profile *sym_session_finish(struct sym_session *ss,
 	int32_t jit_pid = 0;
 	uint32_t elf_mod = UINT32_MAX;
 
+	/* unwinding is over: the files' CFI can go before libdwfl takes their fds */
+	for (size_t i = 0; i < ss->nr_mods; i++) {
+		sym_cfi_free(ss->mods[i].cfi);
+		ss->mods[i].cfi = NULL;
+	}
 	for (size_t i = 0; i < ss->nr_frames; i++)
 		order[i] = i;
 	QSORT_R(order, ss->nr_frames, frame_by_module, ss->frames);
