@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# proftool: make, make check, make asan, make demo, make bench
+# proftool: make, make check, make asan, make demo, make bench, make install
 
 VERSION   := 0.1.0
 CC        ?= gcc
@@ -39,7 +39,8 @@ BATS      ?= bats
 TESTS     ?= tests/*.bats
 export LC_ALL := C
 
-.PHONY: all deps deps-check consumers check unit bats leaks lint asan demo bench longrun clean fuzz
+.PHONY: all deps deps-check consumers check unit bats leaks lint asan demo bench longrun clean fuzz \
+	install uninstall
 .DELETE_ON_ERROR:
 
 all: $(O)/proftool
@@ -139,6 +140,69 @@ bench: deps
 # proftool's memory over a 10-minute recording (DURATION=SEC for another length); by hand only
 longrun: all $(O)/workloads/spinners
 	O=$(O) bench/longrun.sh $(DURATION)
+
+# ---- install: GNU-style PREFIX and DESTDIR ----------------------------------
+#
+#   make install [PREFIX=/usr/local] [DESTDIR=/tmp/stage]    then make uninstall, the same way
+#
+# The binary, the man page and the bash completion (which bash-completion's loader
+# finds in PREFIX/share/bash-completion/completions when PREFIX/share is in
+# XDG_DATA_DIRS, as /usr/local/share and /usr/share are by default), the headers
+# in include/ and the Python package in python/proftool/ when the tree has them.
+# PYTHONDIR is where python3 looks for packages under PREFIX (on Debian,
+# /usr/local/lib/python3.X/dist-packages for /usr/local and
+# /usr/lib/python3/dist-packages for /usr), else PREFIX/lib/python3.X/site-packages.
+PREFIX      ?= /usr/local
+BINDIR      ?= $(PREFIX)/bin
+MANDIR      ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+INCLUDEDIR  ?= $(PREFIX)/include
+PYTHON      ?= python3
+PY_SITE     := import sys; p = sys.argv[1].rstrip("/") + "/lib/"; \
+               print(next((d for d in sys.path if d.startswith(p) and d.endswith("-packages")), \
+                          "%spython%d.%d/site-packages" % ((p,) + sys.version_info[:2])))
+PYTHONDIR   ?= $(shell $(PYTHON) -c '$(PY_SITE)' '$(PREFIX)')
+INSTALL     ?= install
+HEADERS     := $(wildcard include/*.h)
+# the package's files, relative to python/ (no bytecode)
+PY_FILES    := $(if $(wildcard python/proftool),$(patsubst python/%,%,$(shell find python/proftool \
+	-name __pycache__ -prune -o -type f ! -name '*.py[co]' -print | LC_ALL=C sort)))
+
+install: all
+	$(INSTALL) -d '$(DESTDIR)$(BINDIR)' '$(DESTDIR)$(MANDIR)/man1' '$(DESTDIR)$(BASHCOMPDIR)'
+	$(INSTALL) -m 0755 $(O)/proftool '$(DESTDIR)$(BINDIR)/proftool'
+	$(INSTALL) -m 0644 man/proftool.1 '$(DESTDIR)$(MANDIR)/man1/proftool.1'
+	$(INSTALL) -m 0644 completion/proftool.bash '$(DESTDIR)$(BASHCOMPDIR)/proftool'
+ifneq ($(HEADERS),)
+	$(INSTALL) -d '$(DESTDIR)$(INCLUDEDIR)'
+	$(INSTALL) -m 0644 $(HEADERS) '$(DESTDIR)$(INCLUDEDIR)'
+endif
+ifneq ($(PY_FILES),)
+	@test -n '$(PYTHONDIR)' || { echo "proftool: cannot ask $(PYTHON) where packages go; set PYTHONDIR" >&2; exit 1; }
+	@dir='$(DESTDIR)$(PYTHONDIR)' && for f in $(PY_FILES); do \
+		echo "$(INSTALL) -m 0644 python/$$f $$dir/$$f"; \
+		$(INSTALL) -d "$$dir/$${f%/*}" && $(INSTALL) -m 0644 "python/$$f" "$$dir/$$f" || exit 1; \
+	done
+endif
+
+# Removes what install put there, and the bytecode Python compiled from it; the
+# directories stay, but for the Python package's own when it is left empty.
+uninstall:
+	rm -f '$(DESTDIR)$(BINDIR)/proftool' '$(DESTDIR)$(MANDIR)/man1/proftool.1' \
+		'$(DESTDIR)$(BASHCOMPDIR)/proftool'
+ifneq ($(HEADERS),)
+	rm -f $(HEADERS:include/%='$(DESTDIR)$(INCLUDEDIR)/%')
+endif
+ifneq ($(PY_FILES),)
+	@test -n '$(PYTHONDIR)' || { echo "proftool: cannot ask $(PYTHON) where packages go; set PYTHONDIR" >&2; exit 1; }
+	@dir='$(DESTDIR)$(PYTHONDIR)' && for f in $(PY_FILES); do \
+		echo "rm -f $$dir/$$f"; rm -f "$$dir/$$f" || exit 1; \
+	done; \
+	for d in $$(cd python && find proftool -name __pycache__ -prune -o -type d -print | LC_ALL=C sort -r); do \
+		rm -rf "$$dir/$$d/__pycache__"; rmdir "$$dir/$$d" 2>/dev/null || true; \
+	done
+endif
+# ---- end of install ----------------------------------------------------------
 
 clean:
 	rm -rf build build-asan

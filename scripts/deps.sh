@@ -10,7 +10,7 @@ want="gcc g++ make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev libi
 case "${1:-build}" in
 check)
 	# the real consumers of the export formats: go tool pprof, a browser, npm for speedscope
-	want="$want bats procps libc6-dbg groff-base man-db python3 bsdutils strace lld xz-utils golang-go chromium fonts-dejavu-core"
+	want="$want bats procps libc6-dbg groff-base man-db bash-completion python3 bsdutils strace lld xz-utils golang-go chromium fonts-dejavu-core"
 	command -v npm >/dev/null 2>&1 || want="$want nodejs npm"
 	;;
 bench) want="$want bats procps libc6-dbg linux-perf" ;;

@@ -19,21 +19,6 @@ teardown() {
 	return 0
 }
 
-# Options named at the start of the option lines of a --help text on stdin:
-# "  -o FILE   ...", "  -h, --help   ...", "  --pid P, --tid T   ..." (one per line, sorted).
-options_in_help() {
-	awk '/^[ \t]+-/ {
-		sub(/^[ \t]+/, "")
-		sub(/(  |\t).*/, "")            # the description column
-		n = split($0, item, /, /)
-		for (i = 1; i <= n; i++) {
-			split(item[i], w, " ")
-			if (w[1] ~ /^-/)
-				print w[1]
-		}
-	}' | sort -u
-}
-
 # Options in the .TP tags of subsection ".SS NAME" of the OPTIONS section of the man page.
 options_in_man() {
 	awk -v ss="$1" '

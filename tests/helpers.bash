@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Shared set-up for the bats suites: paths, workloads, and share arithmetic on folded output.
+# Shared set-up for the bats suites: paths, workloads, the options of a --help text, and
+# share arithmetic on folded output.
 
 bats_require_minimum_version 1.5.0
 
@@ -22,6 +23,23 @@ pjson() {
 	python3 -c 'import gzip, json, sys
 p = json.load(gzip.open(sys.argv[1]))
 print(eval(sys.argv[2]))' "$1" "$2"
+}
+
+# ---- help texts ----
+
+# Options named at the start of the option lines of a --help text on stdin:
+# "  -o FILE   ...", "  -h, --help   ...", "  --pid P, --tid T   ..." (one per line, sorted).
+options_in_help() {
+	awk '/^[ \t]+-/ {
+		sub(/^[ \t]+/, "")
+		sub(/(  |\t).*/, "")            # the description column
+		n = split($0, item, /, /)
+		for (i = 1; i <= n; i++) {
+			split(item[i], w, " ")
+			if (w[1] ~ /^-/)
+				print w[1]
+		}
+	}' | sort -u
 }
 
 # ---- processes ----
