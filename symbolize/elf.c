@@ -14,28 +14,11 @@
 
 #include "base/base.h"
 
-/* A function symbol of the file, at its link-time address. */
-struct elf_sym {
-	uint64_t addr, size;    /* size 0: an assembly label, its end unknown */
-	uint64_t sec_end;       /* end of its section: a label covers nothing past it */
-	const char *name;       /* libdwfl's, valid while the module lives */
-	uint32_t rank;          /* preference among symbols at one address: higher wins */
-};
-
 struct sym_elf {
 	Dwfl *dwfl;
 	Dwfl_Module *mod;
-	/*
-	 * Every code symbol, sorted by address (then rank), built at the first
-	 * lookup. libdwfl's dwfl_module_addrinfo scans every symbol of the
-	 * module for each address: with libtorch's 100k+ symbols that was 91 %
-	 * of proftool's CPU on a PyTorch job.
-	 */
-	struct elf_sym *syms;
-	size_t nr_syms;
-	uint64_t *max_end;      /* per index: the largest end of a sized symbol up to it */
-	uint32_t *prev_label;   /* per index: the nearest sizeless symbol up to it, or UINT32_MAX */
-	bool syms_built;
+	struct sym_syms *syms;  /* built at the first lookup */
+	struct sym_fdes *fdes;  /* likewise */
 	GElf_Phdr *loads;       /* PT_LOAD headers, in file order */
 	size_t nr_loads, alloc_loads;
 	char **owned;           /* demangled names handed out, freed at close */
@@ -115,9 +98,8 @@ void sym_elf_close(struct sym_elf *e)
 		free(e->owned[i]);
 	free(e->owned);
 	free(e->loads);
-	free(e->syms);
-	free(e->max_end);
-	free(e->prev_label);
+	sym_syms_free(e->syms);
+	sym_fdes_free(e->fdes);
 	dwfl_end(e->dwfl);
 	free(e);
 }
@@ -208,164 +190,23 @@ static uint32_t line_at(struct sym_elf *e, Dwarf_Addr addr, const char *file)
 	return line > 0 ? (uint32_t)line : 0;
 }
 
-/* ---- the symbol index ---- */
-
-/* Which sections of one ELF file hold code, and where they end; filled as asked. */
-struct shdr_cache {
-	Elf *elf;
-	uint8_t *state;         /* per section: 0 unknown, 1 code, 2 not code */
-	uint64_t *end;          /* per code section: its end address */
-	size_t nr;
-};
-
-/* Whether section SHNDX of ELF holds code, and where it ends. */
-static bool section_is_code(struct shdr_cache *c, size_t nc, Elf *elf, GElf_Word shndx,
-			    uint64_t *end)
+/* The symbol covering VADDR and VADDR's offset into it; NULL when none does. */
+static const char *symbol_at(struct sym_elf *e, uint64_t vaddr, uint64_t *off)
 {
-	struct shdr_cache *slot = NULL;
-	GElf_Shdr sh;
-	Elf_Scn *scn;
+	uint64_t addr = 0;
+	const char *name;
 
-	for (size_t i = 0; i < nc && !slot; i++)
-		if (c[i].elf == elf || !c[i].elf)
-			slot = &c[i];
-	if (!slot)
-		return false;
-	if (!slot->elf) {
-		size_t shnum = 0;
-
-		slot->elf = elf;
-		if (elf_getshdrnum(elf, &shnum) == 0 && shnum < (1u << 24)) {
-			slot->state = xcalloc(shnum ? shnum : 1, 1);
-			slot->end = xcalloc(shnum ? shnum : 1, sizeof(*slot->end));
-			slot->nr = shnum;
-		}
-	}
-	if (shndx >= slot->nr)
-		return false;
-	if (!slot->state[shndx]) {
-		scn = elf_getscn(elf, shndx);
-		slot->state[shndx] = scn && gelf_getshdr(scn, &sh) && (sh.sh_flags & SHF_EXECINSTR) ? 1 : 2;
-		if (slot->state[shndx] == 1)
-			slot->end[shndx] = sh.sh_addr + sh.sh_size;
-	}
-	*end = slot->end[shndx];
-	return slot->state[shndx] == 1;
-}
-
-static int sym_cmp(const void *a, const void *b)
-{
-	const struct elf_sym *x = a, *y = b;
-
-	if (x->addr != y->addr)
-		return x->addr < y->addr ? -1 : 1;
-	return x->rank < y->rank ? -1 : x->rank > y->rank;
-}
-
-/*
- * The rank libdwfl's choice amounts to: a sized symbol over a label, then
- * global over weak over local, then the earlier in the table.
- */
-static uint32_t sym_rank(const GElf_Sym *sym, int i)
-{
-	static const uint32_t bind_rank[] = { [STB_LOCAL] = 1, [STB_GLOBAL] = 3, [STB_WEAK] = 2 };
-	unsigned bind = GELF_ST_BIND(sym->st_info);
-	uint32_t r = bind < ARRAY_SIZE(bind_rank) ? bind_rank[bind] : 0;
-
-	return (sym->st_size ? 1u << 31 : 0) | r << 28 | ((1u << 28) - 1 - ((uint32_t)i & ((1u << 28) - 1)));
-}
-
-/* Reads every code symbol libdwfl knows (.symtab, else .dynsym, and MiniDebugInfo's). */
-static void build_syms(struct sym_elf *e)
-{
-	struct shdr_cache cache[2] = { { 0 } };
-	int n = dwfl_module_getsymtab(e->mod);
-	size_t nr = 0, alloc = 0;
-
-	e->syms_built = true;
-	for (int i = 1; i < n; i++) {
-		GElf_Sym sym;
-		GElf_Addr addr;
-		GElf_Word shndx;
-		Elf *elf = NULL;
-		uint64_t sec_end;
-		const char *name = dwfl_module_getsym_info(e->mod, i, &sym, &addr, &shndx, &elf, NULL);
-		unsigned type = GELF_ST_TYPE(sym.st_info);
-
-		if (!name || !*name || !elf || shndx == SHN_UNDEF || shndx == SHN_ABS ||
-		    (type != STT_FUNC && type != STT_GNU_IFUNC && type != STT_NOTYPE))
-			continue;
-		if (!section_is_code(cache, ARRAY_SIZE(cache), elf, shndx, &sec_end))
-			continue;
-		ALLOC_GROW(e->syms, nr + 1, alloc);
-		e->syms[nr++] = (struct elf_sym){ addr, sym.st_size, sec_end, name, sym_rank(&sym, i) };
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(cache); i++) {
-		free(cache[i].state);
-		free(cache[i].end);
-	}
-	QSORT(e->syms, nr, sym_cmp);
-	e->nr_syms = nr;
-	e->max_end = xmalloc(st_mult(nr + 1, sizeof(*e->max_end)));
-	e->prev_label = xmalloc(st_mult(nr + 1, sizeof(*e->prev_label)));
-	for (size_t i = 0; i < nr; i++) {
-		uint64_t end = e->syms[i].size ? e->syms[i].addr + e->syms[i].size : 0;
-		uint64_t before = i ? e->max_end[i - 1] : 0;
-
-		e->max_end[i] = end > before ? end : before;
-		e->prev_label[i] = !e->syms[i].size ? (uint32_t)i : i ? e->prev_label[i - 1] : UINT32_MAX;
-	}
-}
-
-/*
- * The symbol covering VADDR, chosen as libdwfl chooses: the sized symbol
- * containing it that starts nearest, else the nearest label before it, in
- * its section, provided no sized symbol ends between the two. NULL for
- * none (the address is in a function the symbol table does not name).
- */
-static const struct elf_sym *find_sym(struct sym_elf *e, uint64_t vaddr)
-{
-	size_t lo = 0, hi, p;
-
-	if (!e->syms_built)
-		build_syms(e);
-	hi = e->nr_syms;
-	/* p: the last symbol starting at or before VADDR */
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (e->syms[mid].addr <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
-		return NULL;
-	p = lo - 1;
-	if (e->max_end[p] > vaddr) {
-		/* some sized symbol contains VADDR: the first one met going back starts nearest */
-		for (size_t i = p + 1; i-- > 0;) {
-			const struct elf_sym *s = &e->syms[i];
-
-			if (s->size && vaddr - s->addr < s->size)
-				return s;
-		}
-		return NULL;
-	}
-	if (e->prev_label[p] != UINT32_MAX) {
-		const struct elf_sym *l = &e->syms[e->prev_label[p]];
-
-		if (l->addr >= e->max_end[p] && vaddr < l->sec_end)
-			return l;
-	}
-	return NULL;
+	if (!e->syms)
+		e->syms = sym_syms_build(e->mod);
+	name = sym_syms_find(e->syms, vaddr, &addr);
+	*off = vaddr - addr;
+	return name;
 }
 
 int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out)
 {
-	const struct elf_sym *es = find_sym(e, vaddr);
-	const char *symname = es ? es->name : NULL;
-	uint64_t symoff = es ? vaddr - es->addr : 0;
+	uint64_t symoff = 0;
+	const char *symname = symbol_at(e, vaddr, &symoff);
 	Dwfl_Line *dl = dwfl_module_getsrc(e->mod, vaddr);
 	const char *srcfile = NULL;
 	int srcline = 0;
@@ -523,23 +364,9 @@ uint64_t sym_elf_entry(const struct sym_elf *e)
 
 bool sym_elf_func_start(struct sym_elf *e, uint64_t vaddr, uint64_t *start)
 {
-	Dwarf_Addr bias;
-	Dwarf_CFI *cfi[2];
+	GElf_Addr bias;
 
-	cfi[0] = dwfl_module_eh_cfi(e->mod, &bias);
-	cfi[1] = dwfl_module_dwarf_cfi(e->mod, &bias);
-	for (int i = 0; i < 2; i++) {
-		Dwarf_Frame *frame;
-		Dwarf_Addr lo, hi;
-
-		if (!cfi[i] || dwarf_cfi_addrframe(cfi[i], vaddr - bias, &frame) != 0)
-			continue;
-		if (dwarf_frame_info(frame, &lo, &hi, NULL) >= 0) {
-			*start = lo + bias;
-			free(frame);
-			return true;
-		}
-		free(frame);
-	}
-	return false;
+	if (!e->fdes)
+		e->fdes = sym_fdes_build(dwfl_module_getelf(e->mod, &bias));
+	return sym_fdes_find(e->fdes, vaddr, start);
 }

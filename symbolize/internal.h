@@ -39,10 +39,36 @@ int sym_elf_resolve(struct sym_elf *e, uint64_t vaddr, struct sym_frame *out);
 
 /*
  * The start of the function around VADDR when there is no symbol: the
- * initial location of the CFI entry (.eh_frame FDE) covering it, so that
- * the samples of one unnamed function add up at one address.
+ * initial location of the CFI entry (the .eh_frame or .debug_frame FDE)
+ * covering it, not of the CFI row (a function that pushes registers has
+ * several), so that the samples of one unnamed function add up at one
+ * address.
  */
 bool sym_elf_func_start(struct sym_elf *e, uint64_t vaddr, uint64_t *start);
+
+/*
+ * The code symbols of a libdwfl module (.symtab, else .dynsym, and
+ * MiniDebugInfo's), sorted once: libdwfl's dwfl_module_addrinfo scans
+ * every symbol of the module for each address, and with libtorch's 100k+
+ * symbols that was 91 % of proftool's CPU on a PyTorch job. Names stay
+ * the module's. sym_syms_find returns the symbol covering VADDR as libdwfl
+ * would choose it (the nearest sized symbol containing it, else the
+ * nearest label before it in its section with no sized symbol ending in
+ * between) and its address in *ADDR, or NULL.
+ */
+struct sym_syms;
+struct sym_syms *sym_syms_build(Dwfl_Module *mod);
+void sym_syms_free(struct sym_syms *s);
+const char *sym_syms_find(const struct sym_syms *s, uint64_t vaddr, uint64_t *addr);
+
+/*
+ * The address ranges of every FDE in ELF's .eh_frame and .debug_frame:
+ * sym_fdes_find gives the start of the one covering VADDR.
+ */
+struct sym_fdes;
+struct sym_fdes *sym_fdes_build(Elf *elf);
+void sym_fdes_free(struct sym_fdes *f);
+bool sym_fdes_find(const struct sym_fdes *f, uint64_t vaddr, uint64_t *start);
 
 /* The file's entry point (e_entry, a link-time address), 0 when it has none. */
 uint64_t sym_elf_entry(const struct sym_elf *e);

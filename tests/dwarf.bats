@@ -411,3 +411,25 @@ JS
 	[ "$status" -eq 0 ]
 	near "$(self_share leaf_a <<<"$output")" 50 8
 }
+
+# A function that saves registers has a CFI row per push and pop: its samples must come out
+# at the start of its FDE, not scattered over rows a few bytes apart (Debian's python3.11
+# showed its allocator as 3-4 rows each).
+@test "a stripped library: an unnamed function that pushes registers is one row at its FDE start" {
+	cp "$WORKLOADS_NOFP/libpushy.so" .
+	strip --strip-all libpushy.so
+	[[ "$(nm -D --defined-only libpushy.so)" != *"hot_static"* ]]
+	# several CFI rows in the function (one per saved register)
+	rows=$(readelf --debug-dump=frames libpushy.so | grep -c 'DW_CFA_offset: r1[2-5]')
+	[ "$rows" -ge 4 ]
+	record_to p.data -- "$WORKLOADS_NOFP/dlcall" "$PWD/libpushy.so" 1
+	run --separate-stderr "$PROFTOOL" report --sort tottime --limit 0 p.data
+	[ "$status" -eq 0 ]
+	grep -E '[0-9]%  libpushy\.so\+0x[0-9a-f]+$' <<<"$output" >rows
+	cat rows
+	[ "$(wc -l <rows)" -eq 1 ]
+	read -r _ _ share _ _ off <<<"$(cat rows)"
+	at_least "${share%\%}" 90
+	starts=$(readelf --debug-dump=frames libpushy.so | sed -n 's/.* FDE .* pc=0*\([0-9a-f]*\)\.\..*/\1/p')
+	grep -qx "${off#libpushy.so+0x}" <<<"$starts" || { echo "$off is no FDE start: $starts"; false; }
+}
