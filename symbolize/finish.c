@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+/* Finishing a session: resolving each distinct frame once into functions, files and lines. */
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "internal.h"
+
+static const char *const stop_reasons[SYM_STOP_NR] = {
+	[SYM_STOP_STACK_COPY] = "stack copy too small",
+	[SYM_STOP_MEMORY] = "unreadable memory",
+	[SYM_STOP_NO_CFI] = "no CFI",
+	[SYM_STOP_NO_MAPPING] = "unknown mapping",
+	[SYM_STOP_DEPTH] = "too many frames",
+};
+
+struct finish_arg {
+	const uint32_t *final, *stop_of;
+	uint64_t *stop_count;
+};
+
+/* A sample's raw node becomes its symbolized stack; stacks that stopped early are counted. */
+static void finish_sample(struct profile_sample *s, void *arg)
+{
+	struct finish_arg *a = arg;
+	uint32_t raw = s->stack;
+
+	if (a->stop_of[raw] != PROFILE_NONE)
+		a->stop_count[a->stop_of[raw]]++;
+	s->stack = a->final[raw];
+}
+
+static int frame_by_module(const void *a, const void *b, void *arg)
+{
+	const struct rawframe *f = arg;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	if (f[x].module != f[y].module)
+		return f[x].module < f[y].module ? -1 : 1;
+	return f[x].off < f[y].off ? -1 : f[x].off > f[y].off;
+}
+
+/* Interns the locations for one raw frame; returns how many (outermost first in LOCS). */
+static size_t resolve_frame(struct profile *p, const struct module *m, struct sym_elf *elf,
+			    const struct sym_kallsyms *ksyms, const struct sym_perfmap *jit,
+			    const struct rawframe *rf, uint32_t *locs)
+{
+	struct sym_frame fr[SYM_MAX_INLINE];
+	char buf[512];
+	uint64_t vaddr = rf->off;
+	int n = 0;
+
+	if (elf && sym_elf_offset_to_vaddr(elf, rf->off, &vaddr))
+		n = sym_elf_resolve(elf, vaddr, fr);
+	if (n > 0) {
+		for (int i = 0; i < n; i++) {
+			uint32_t f = profile_add_func(p, fr[i].func, m->name, fr[i].file, fr[i].decl_line);
+
+			locs[i] = profile_add_loc(p, f, fr[i].line);
+		}
+		return n;
+	}
+	if (rf->module == MOD_STOP)
+		return 0;  /* decided per stack in sym_session_finish */
+	if (rf->module == MOD_KERNEL && ksyms && sym_kallsyms_find(ksyms, rf->off)) {
+		snprintf(buf, sizeof(buf), "[kernel] %s", sym_kallsyms_find(ksyms, rf->off));
+		locs[0] = profile_add_loc(p, profile_add_func(p, buf, "[kernel]", NULL, 0), 0);
+		return 1;
+	}
+	if (jit && !m->is_file) {
+		uint64_t start;
+		const char *name = sym_perfmap_find(jit, rf->off, &start);
+
+		if (name) {
+			locs[0] = profile_add_loc(p, profile_add_func(p, name, "[jit]", NULL, 0), 0);
+			return 1;
+		}
+	}
+	if (rf->module < MOD_FIRST_REAL) {
+		locs[0] = profile_add_loc(p, profile_add_func(p, m->name, m->name, NULL, 0), 0);
+		return 1;
+	}
+	/*
+	 * No symbol: name the enclosing function by its start, from the CFI.
+	 * The one at the file's entry point is where the program (or, in
+	 * ld.so, the dynamic loader) starts: _start, whatever was stripped,
+	 * so that the stacks of stripped programs (every distribution binary)
+	 * count as whole.
+	 */
+	if (elf && sym_elf_func_start(elf, vaddr, &vaddr) && vaddr == sym_elf_entry(elf) && vaddr) {
+		locs[0] = profile_add_loc(p, profile_add_func(p, "_start", m->name, NULL, 0), 0);
+		return 1;
+	}
+	snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, m->name, vaddr);
+	locs[0] = profile_add_loc(p, profile_add_func(p, buf, m->name, NULL, 0), 0);
+	return 1;
+}
+
+struct profile *sym_session_finish(struct sym_session *ss,
+				   void (*progress)(size_t done, size_t total, void *arg),
+				   void *arg)
+{
+	struct profile *p = ss->prof;
+	uint32_t *order = xmalloc(st_mult(ss->nr_frames + 1, sizeof(*order)));
+	uint32_t *loc_start = xmalloc(st_mult(ss->nr_frames + 1, sizeof(*loc_start)));
+	uint8_t *loc_count = xcalloc(ss->nr_frames + 1, 1);
+	uint32_t *locs = NULL, *final = NULL, *stop_of = NULL;
+	uint64_t *stop_count = NULL;
+	size_t nr_locs = 0, alloc_locs = 0;
+	struct sym_elf *elf = NULL;
+	struct sym_kallsyms *ksyms = NULL;
+	struct sym_perfmap *jit = NULL;
+	int32_t jit_pid = 0;
+	uint32_t elf_mod = UINT32_MAX;
+
+	/* unwinding is over: the files' CFI can go before libdwfl takes their fds */
+	for (size_t i = 0; i < ss->nr_mods; i++) {
+		sym_cfi_free(ss->mods[i].cfi);
+		ss->mods[i].cfi = NULL;
+	}
+	for (size_t i = 0; i < ss->nr_frames; i++)
+		order[i] = i;
+	QSORT_R(order, ss->nr_frames, frame_by_module, ss->frames);
+	for (size_t k = 0; k < ss->nr_frames; k++) {
+		const struct rawframe *rf = &ss->frames[order[k]];
+		struct module *m = &ss->mods[rf->module];
+
+		if (rf->module == MOD_KERNEL && !ksyms && rf->off)
+			ksyms = sym_kallsyms_load("/proc/kallsyms");
+		if (rf->module != elf_mod) {
+			sym_elf_close(elf);
+			elf = NULL;
+			elf_mod = rf->module;
+			if (m->is_file) {
+				elf = sym_elf_open(m->path, m->fd);
+				m->fd = -1; /* owned by elf now */
+			} else if (m->pid && m->pid != jit_pid) {
+				sym_perfmap_free(jit);
+				jit = sym_perfmap_load(m->pid);
+				jit_pid = m->pid;
+			}
+		}
+		ALLOC_GROW(locs, nr_locs + SYM_MAX_INLINE, alloc_locs);
+		loc_start[order[k]] = nr_locs;
+		loc_count[order[k]] = resolve_frame(p, m, elf, ksyms, m->pid == jit_pid ? jit : NULL,
+						    rf, locs + nr_locs);
+		nr_locs += loc_count[order[k]];
+		if (progress && (k % 4096 == 0 || k + 1 == ss->nr_frames))
+			progress(k + 1, ss->nr_frames, arg);
+	}
+	sym_elf_close(elf);
+	sym_kallsyms_free(ksyms);
+	sym_perfmap_free(jit);
+
+	/*
+	 * Raw nodes come parent first, so one pass rebuilds the tree with real
+	 * locations. A stop pseudo-frame is dropped when the frame under it is
+	 * a thread's entry after all; otherwise it is counted, and a stack
+	 * cut by the copy size or the depth limit starts with [truncated].
+	 */
+	final = xmalloc(st_mult(ss->nr_nodes + 1, sizeof(*final)));
+	stop_of = xmalloc(st_mult(ss->nr_nodes + 1, sizeof(*stop_of)));
+	for (size_t i = 0; i < ss->nr_nodes; i++) {
+		const struct rawnode *n = &ss->nodes[i];
+		uint32_t s = n->parent == PROFILE_NONE ? PROFILE_NONE : final[n->parent];
+
+		stop_of[i] = n->parent == PROFILE_NONE ? PROFILE_NONE : stop_of[n->parent];
+		if (n->parent != PROFILE_NONE && ss->frames[ss->nodes[n->parent].frame].module == MOD_STOP) {
+			uint64_t off = ss->frames[ss->nodes[n->parent].frame].off;
+			enum sym_stop why = off >> 32;
+			bool root = loc_count[n->frame] &&
+				    profile_func_is_root(p->funcs[p->locs[locs[loc_start[n->frame]]].func].name);
+
+			stop_of[i] = root ? PROFILE_NONE : ss->nodes[n->parent].frame;
+			if (!root && (why == SYM_STOP_STACK_COPY || why == SYM_STOP_DEPTH))
+				s = profile_add_stack(p, PROFILE_NONE, profile_add_loc(p,
+					profile_add_func(p, "[truncated]", "[truncated]", NULL, 0), 0));
+		}
+		for (uint8_t j = 0; j < loc_count[n->frame]; j++)
+			s = profile_add_stack(p, s, locs[loc_start[n->frame] + j]);
+		final[i] = s;
+	}
+	stop_count = xcalloc(ss->nr_frames + 1, sizeof(*stop_count));
+	profile_map_samples(p, finish_sample, &(struct finish_arg){ final, stop_of, stop_count });
+	for (size_t f = 0; f < ss->nr_frames; f++) {
+		uint32_t mod = (uint32_t)ss->frames[f].off;
+
+		if (!stop_count[f])
+			continue;
+		profile_add_unwind_stop(p, stop_reasons[ss->frames[f].off >> 32],
+					mod < ss->nr_mods ? ss->mods[mod].name : NULL, stop_count[f]);
+	}
+	profile_sort_samples(p);
+
+	free(order);
+	free(loc_start);
+	free(loc_count);
+	free(locs);
+	free(final);
+	free(stop_of);
+	free(stop_count);
+	ss->prof = profile_new();
+	return p;
+}

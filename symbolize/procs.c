@@ -1,0 +1,217 @@
+// SPDX-License-Identifier: MIT
+/* Following processes and threads (and their names) through fork, exec and comm records. */
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "internal.h"
+
+uint32_t ss_find_proc(struct sym_session *ss, int32_t pid)
+{
+	uint64_t h = hash_u64((uint32_t)pid);
+	uint32_t id, best = IDX_NONE;
+	size_t pos = 0;
+
+	while ((id = idx_next(&ss->pid_idx, h, &pos)) != IDX_NONE)
+		if (ss->procs[id].pid == pid && (best == IDX_NONE || id > best))
+			best = id;
+	return best;
+}
+
+uint32_t ss_find_thread(struct sym_session *ss, int32_t tid)
+{
+	uint64_t h = hash_u64((uint32_t)tid);
+	uint32_t id, best = IDX_NONE;
+	size_t pos = 0;
+
+	while ((id = idx_next(&ss->tid_idx, h, &pos)) != IDX_NONE)
+		if (ss->prof->threads[id].tid == tid && (best == IDX_NONE || id > best))
+			best = id;
+	return best;
+}
+
+/* Reads /proc/PID/cmdline as one space-separated string; NULL when gone. */
+static char *read_cmdline(int32_t pid)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return NULL;
+	if (buf[n - 1] == '\0')
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return xstrdup(buf);
+}
+
+/*
+ * A new process incarnation; a forked one starts with a copy of the address
+ * space of FROM (a proc id, IDX_NONE for none). An id, not a pointer: growing
+ * the array moves the parent.
+ */
+uint32_t ss_new_proc(struct sym_session *ss, int32_t pid, int32_t ppid, const char *comm,
+			 uint32_t from)
+{
+	char *cmdline = read_cmdline(pid);
+	uint32_t out = profile_add_process(ss->prof, pid, ppid, comm, cmdline);
+	const struct aspace *copy;
+	struct proc *pr;
+
+	free(cmdline);
+	ALLOC_GROW(ss->procs, ss->nr_procs + 1, ss->alloc_procs);
+	pr = &ss->procs[ss->nr_procs];
+	memset(pr, 0, sizeof(*pr));
+	pr->pid = pid;
+	pr->out = out;
+	copy = from == IDX_NONE ? NULL : &ss->procs[from].as;
+	if (copy && copy->nr) {
+		pr->as.maps = xmalloc(st_mult(copy->nr, sizeof(*copy->maps)));
+		memcpy(pr->as.maps, copy->maps, copy->nr * sizeof(*copy->maps));
+		pr->as.nr = pr->as.alloc = copy->nr;
+	}
+	idx_insert(&ss->pid_idx, hash_u64((uint32_t)pid), ss->nr_procs);
+	return ss->nr_procs++;
+}
+
+uint32_t ss_new_thread(struct sym_session *ss, int32_t tid, uint32_t proc, const char *comm)
+{
+	uint32_t t = profile_add_thread(ss->prof, tid, ss->procs[proc].out, comm);
+
+	idx_insert(&ss->tid_idx, hash_u64((uint32_t)tid), t);
+	return t;
+}
+
+/* Returns the thread for TID in process PID, creating both on first sight. */
+uint32_t ss_get_thread(struct sym_session *ss, int32_t pid, int32_t tid, const char *comm)
+{
+	uint32_t t = ss_find_thread(ss, tid), proc;
+
+	if (t != IDX_NONE && ss->prof->procs[ss->prof->threads[t].process].pid == pid)
+		return t;
+	proc = ss_find_proc(ss, pid);
+	if (proc == IDX_NONE)
+		proc = ss_new_proc(ss, pid, 0, comm, IDX_NONE);
+	return ss_new_thread(ss, tid, proc, comm ? comm : ss->prof->procs[ss->procs[proc].out].comm);
+}
+
+struct proc *ss_proc_of_thread(struct sym_session *ss, uint32_t t)
+{
+	uint32_t out = ss->prof->threads[t].process;
+	uint32_t proc = ss_find_proc(ss, ss->prof->procs[out].pid);
+
+	return proc == IDX_NONE ? NULL : &ss->procs[proc];
+}
+
+static void set_comm(char **dst, const char *comm)
+{
+	free(*dst);
+	*dst = xstrdup(comm);
+}
+
+void ss_on_comm(struct sym_session *ss, const struct sampler_rec *r)
+{
+	uint32_t t = ss_find_thread(ss, r->tid);
+
+	if (r->comm.exec) {
+		/* a new program: new process incarnation and address space, same pid */
+		uint32_t old = ss_find_proc(ss, r->pid);
+		int32_t ppid = old == IDX_NONE ? 0 : ss->prof->procs[ss->procs[old].out].ppid;
+		uint32_t proc = ss_new_proc(ss, r->pid, ppid, r->comm.comm, IDX_NONE);
+
+		ss_new_thread(ss, r->tid, proc, r->comm.comm);
+		return;
+	}
+	if (t == IDX_NONE) {
+		ss_get_thread(ss, r->pid, r->tid, r->comm.comm);
+		return;
+	}
+	set_comm(&ss->prof->threads[t].comm, r->comm.comm);
+	/* the main thread's name is the process's name */
+	if (r->pid == r->tid)
+		set_comm(&ss->prof->procs[ss->prof->threads[t].process].comm, r->comm.comm);
+}
+
+void ss_on_fork(struct sym_session *ss, const struct sampler_rec *r)
+{
+	uint32_t parent_t = ss_find_thread(ss, r->fork.ptid);
+	const char *comm = parent_t == IDX_NONE ? NULL : ss->prof->threads[parent_t].comm;
+	uint32_t proc;
+
+	if (r->pid == r->fork.ppid) {
+		/* a new thread: it inherits its creator's name */
+		proc = ss_find_proc(ss, r->pid);
+		if (proc == IDX_NONE)
+			proc = ss_new_proc(ss, r->pid, 0, comm, IDX_NONE);
+		ss_new_thread(ss, r->tid, proc, comm);
+		return;
+	}
+	/*
+	 * a new process: a copy of its parent's address space; what it knows
+	 * of each file (CFI, symbols) is per file and shared already
+	 */
+	proc = ss_new_proc(ss, r->pid, r->fork.ppid, comm, ss_find_proc(ss, r->fork.ppid));
+	ss_new_thread(ss, r->tid, proc, comm);
+}
+
+int sym_session_add_existing(struct sym_session *ss, int32_t pid, int32_t tid)
+{
+	char path[64], line[4096], comm[64] = "";
+	FILE *f;
+	uint32_t proc;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	if (fgets(comm, sizeof(comm), f))
+		comm[strcspn(comm, "\n")] = '\0';
+	fclose(f);
+	proc = ss_find_proc(ss, pid);
+	if (proc != IDX_NONE) {
+		ss_new_thread(ss, tid, proc, comm);
+		return 0;
+	}
+	proc = ss_new_proc(ss, pid, 0, comm, IDX_NONE);
+	ss_new_thread(ss, tid, proc, comm);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, pgoff, ino;
+		unsigned maj, min;
+		char perms[8];
+		int name_at = 0;
+		struct map m;
+
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
+			   &maj, &min, &ino, &name_at) < 7 || perms[2] != 'x')
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		m.start = start;
+		m.end = end;
+		m.pgoff = pgoff;
+		m.module = ss_get_module(ss, name_at ? line + name_at : "", maj, min, ino, pid, start, end);
+		m.bias_state = BIAS_UNKNOWN;
+		ss_aspace_insert(&ss->procs[proc].as, &m);
+	}
+	fclose(f);
+	return 0;
+}

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: MIT
+/* The symbolizer session's tables (modules, address spaces, processes, stacks), shared by its files. */
+#ifndef PROFTOOL_SYMBOLIZE_SESSION_H
+#define PROFTOOL_SYMBOLIZE_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "internal.h"
+#include "symbolize.h"
+
+/* Special modules for addresses that have no file behind them. */
+enum {
+	MOD_UNKNOWN,    /* no mapping covers the address */
+	MOD_KERNEL,
+	MOD_STOP,       /* root pseudo-frame: why unwinding stopped (off = reason << 32 | module) */
+	MOD_FIRST_REAL,
+};
+
+struct module {
+	char *path;             /* as the kernel reported it */
+	char *name;             /* shown in reports: basename, "[vdso]", "[anon]"... */
+	uint32_t maj, min;
+	uint64_t ino;
+	int fd;                 /* opened when first mapped; -1 if not a file or unopenable */
+	bool is_file;           /* an ELF image to symbolize (files, and [vdso]) */
+	int32_t pid;            /* anonymous memory belongs to one process; 0 for files */
+	struct sym_cfi *cfi;    /* unwind tables, read at the first unwind through the file */
+	bool cfi_tried;
+};
+
+struct map {
+	uint64_t start, end, pgoff;
+	uint32_t module;
+	uint8_t bias_state;     /* enum bias_state: the load bias is computed when first needed */
+	uint64_t bias;
+};
+
+enum bias_state { BIAS_UNKNOWN, BIAS_OK, BIAS_NONE };
+
+/* An address space, shared by the threads of one process incarnation. */
+struct aspace {
+	struct map *maps;       /* sorted by start, non-overlapping */
+	size_t nr, alloc;
+};
+
+/* One incarnation of a process: a new one starts at fork and at exec. */
+struct proc {
+	int32_t pid;
+	uint32_t out;           /* index in the profile's processes */
+	struct aspace as;
+};
+
+/* An address inside a module: a file offset, or an absolute address for special modules. */
+struct rawframe {
+	uint32_t module;
+	uint64_t off;
+};
+
+struct rawnode {
+	uint32_t parent;        /* PROFILE_NONE at the root */
+	uint32_t frame;
+};
+
+
+struct sym_session {
+	struct sym_opts opts;
+	struct profile *prof;   /* processes, threads and samples go straight in */
+
+	struct module *mods;
+	size_t nr_mods, alloc_mods;
+	struct idx mod_idx;
+
+	struct proc *procs;     /* parallel to prof->procs */
+	size_t nr_procs, alloc_procs;
+	struct idx pid_idx;     /* pid -> proc, latest incarnation has the highest id */
+	struct idx tid_idx;     /* tid -> prof->threads index, likewise */
+
+	struct rawframe *frames;
+	size_t nr_frames, alloc_frames;
+	struct idx frame_idx;
+	struct rawnode *nodes;
+	size_t nr_nodes, alloc_nodes;
+	struct idx node_idx;
+
+	uint64_t *pcs;          /* scratch: one unwound stack */
+};
+
+/* ---- procs.c: processes and threads ---- */
+
+/* The latest incarnation of PID / thread TID (an index), IDX_NONE when unknown. */
+uint32_t ss_find_proc(struct sym_session *ss, int32_t pid);
+uint32_t ss_find_thread(struct sym_session *ss, int32_t tid);
+/*
+ * A new process incarnation; a forked one starts with a copy of the
+ * address space of FROM (a proc id, IDX_NONE for none). Returns its id.
+ */
+uint32_t ss_new_proc(struct sym_session *ss, int32_t pid, int32_t ppid, const char *comm,
+		     uint32_t from);
+uint32_t ss_new_thread(struct sym_session *ss, int32_t tid, uint32_t proc, const char *comm);
+/* The thread for TID in process PID, creating both on first sight. */
+uint32_t ss_get_thread(struct sym_session *ss, int32_t pid, int32_t tid, const char *comm);
+struct proc *ss_proc_of_thread(struct sym_session *ss, uint32_t t);
+void ss_on_comm(struct sym_session *ss, const struct sampler_rec *r);
+void ss_on_fork(struct sym_session *ss, const struct sampler_rec *r);
+
+/* ---- aspace.c: modules and address spaces ---- */
+
+/* The module of a mapping of PATH (opened now, while it surely exists), made on first sight. */
+uint32_t ss_get_module(struct sym_session *ss, const char *path, uint32_t maj, uint32_t min,
+		       uint64_t ino, int32_t pid, uint64_t start, uint64_t end);
+/* Inserts a mapping as mmap(2) does; true when an existing one was cut or replaced. */
+bool ss_aspace_insert(struct aspace *as, const struct map *nm);
+/* The mapping containing ADDR, or NULL. */
+struct map *ss_aspace_find(const struct aspace *as, uint64_t addr);
+void ss_on_mmap(struct sym_session *ss, const struct sampler_rec *r);
+
+/* ---- stacks.c: samples and their raw stacks ---- */
+
+void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r);
+
+#endif

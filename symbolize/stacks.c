@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: MIT
+/* The sample path: unwinding a sample's stack and interning it as (module, offset) frames. */
+#include "session.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/base.h"
+#include "internal.h"
+
+static uint32_t intern_frame(struct sym_session *ss, uint32_t module, uint64_t off)
+{
+	uint64_t h = hash_combine(hash_u64(module), off);
+	size_t pos = 0;
+	uint32_t id;
+
+	while ((id = idx_next(&ss->frame_idx, h, &pos)) != IDX_NONE)
+		if (ss->frames[id].module == module && ss->frames[id].off == off)
+			return id;
+	ALLOC_GROW(ss->frames, ss->nr_frames + 1, ss->alloc_frames);
+	id = ss->nr_frames++;
+	ss->frames[id].module = module;
+	ss->frames[id].off = off;
+	idx_insert(&ss->frame_idx, h, id);
+	return id;
+}
+
+static uint32_t intern_node(struct sym_session *ss, uint32_t parent, uint32_t frame)
+{
+	uint64_t h = hash_combine(hash_u64(parent), frame);
+	size_t pos = 0;
+	uint32_t id;
+
+	while ((id = idx_next(&ss->node_idx, h, &pos)) != IDX_NONE)
+		if (ss->nodes[id].parent == parent && ss->nodes[id].frame == frame)
+			return id;
+	ALLOC_GROW(ss->nodes, ss->nr_nodes + 1, ss->alloc_nodes);
+	id = ss->nr_nodes++;
+	ss->nodes[id].parent = parent;
+	ss->nodes[id].frame = frame;
+	idx_insert(&ss->node_idx, h, id);
+	return id;
+}
+
+static uint32_t user_frame(struct sym_session *ss, const struct aspace *as, uint64_t addr)
+{
+	const struct map *m = as ? ss_aspace_find(as, addr) : NULL;
+
+	if (!m)
+		return intern_frame(ss, MOD_UNKNOWN, 0);
+	if (!ss->mods[m->module].is_file)
+		return intern_frame(ss, m->module, addr);
+	return intern_frame(ss, m->module, addr - m->start + m->pgoff);
+}
+
+/*
+ * The unwinder's view of an address in PR: the file's CFI, read at its
+ * first use and kept for every process that maps the file, and the
+ * mapping's load bias, computed once per mapping.
+ */
+struct code_arg {
+	struct sym_session *ss;
+	struct proc *pr;
+};
+
+static void code_at(void *arg, uint64_t pc, struct sym_code *out)
+{
+	struct code_arg *a = arg;
+	struct map *m = ss_aspace_find(&a->pr->as, pc);
+	struct module *mod = m ? &a->ss->mods[m->module] : NULL;
+
+	out->cfi = NULL;
+	out->bias = 0;
+	out->module = UINT32_MAX;
+	if (!mod || !mod->is_file)
+		return;
+	if (!mod->cfi_tried) {
+		int fd = mod->fd >= 0 ? mod->fd : open(mod->path, O_RDONLY | O_CLOEXEC);
+
+		mod->cfi_tried = true;
+		mod->cfi = fd >= 0 ? sym_cfi_open(fd) : NULL;
+		if (fd >= 0 && fd != mod->fd)
+			close(fd);
+	}
+	if (!mod->cfi)
+		return;
+	if (m->bias_state == BIAS_UNKNOWN)
+		m->bias_state = sym_cfi_bias(mod->cfi, m->start, m->pgoff, &m->bias) ? BIAS_OK : BIAS_NONE;
+	if (m->bias_state != BIAS_OK)
+		return;
+	out->cfi = mod->cfi;
+	out->bias = m->bias;
+	out->module = m->module;
+}
+
+/* Finds the module of ADDR in PR's address space (for naming a stop reason). */
+static uint32_t module_at(const struct proc *pr, uint64_t addr)
+{
+	const struct map *m = pr ? ss_aspace_find(&pr->as, addr) : NULL;
+
+	return m ? m->module : UINT32_MAX;
+}
+
+void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
+{
+	const uint64_t *chain = r->sample.chain;
+	uint32_t nk = r->sample.nr_kernel;
+	uint32_t t = ss_get_thread(ss, r->pid, r->tid, NULL);
+	struct proc *pr = ss_proc_of_thread(ss, t);
+	uint32_t node = PROFILE_NONE, nr_user = 0;
+	enum sym_stop stop = SYM_STOP_NONE;
+	uint32_t stop_module = UINT32_MAX;
+	const uint64_t *user;
+
+	if (!ss->pcs)
+		ss->pcs = xmalloc(SYM_MAX_FRAMES * sizeof(*ss->pcs));
+	if (r->sample.regs && r->sample.stack && pr) {
+		/* DWARF: unwind the copied stack now; the copy dies with this record */
+		struct code_arg ca = { ss, pr };
+		uint32_t mod = UINT32_MAX;
+
+		nr_user = sym_unwind(code_at, &ca, r->sample.regs, r->sample.stack,
+				     r->sample.stack_size, ss->pcs, &stop, &mod);
+		if (stop == SYM_STOP_NO_CFI || stop == SYM_STOP_MEMORY)
+			stop_module = module_at(pr, ss->pcs[nr_user - 1]);
+		user = ss->pcs;
+	} else {
+		/* frame pointers: callers are return addresses, so look up the call (addr - 1) */
+		nr_user = r->sample.nr_chain - nk;
+		if (nr_user > SYM_MAX_FRAMES)
+			nr_user = SYM_MAX_FRAMES;
+		for (uint32_t i = 0; i < nr_user; i++)
+			ss->pcs[i] = i ? chain[nk + i] - 1 : chain[nk + i];
+		user = ss->pcs;
+		if (r->sample.chain_full)
+			stop = SYM_STOP_DEPTH;
+		/*
+		 * Past a function built without frame pointers (ld.so's, most
+		 * libraries') the kernel's walk reads whatever the register held:
+		 * a caller in no mapping is such garbage, and the stack ends there
+		 * instead of growing [unknown] roots.
+		 */
+		for (uint32_t i = 1; pr && i < nr_user; i++) {
+			if (module_at(pr, ss->pcs[i]) == UINT32_MAX) {
+				nr_user = i;
+				stop = SYM_STOP_NO_MAPPING;
+				break;
+			}
+		}
+	}
+	if (!nr_user && !nk)
+		return;
+	/*
+	 * Why the walk stopped rides along as a pseudo root frame; finishing
+	 * decides, once names are known, whether the stack was complete anyway
+	 * (ld.so's _start has no CFI and is still the root).
+	 */
+	if (stop != SYM_STOP_NONE)
+		node = intern_node(ss, node, intern_frame(ss, MOD_STOP,
+							  (uint64_t)stop << 32 | stop_module));
+	for (uint32_t i = nr_user; i-- > 0;)
+		node = intern_node(ss, node, user_frame(ss, pr ? &pr->as : NULL, user[i]));
+	/* kernel frames, outermost first; callers are return addresses too */
+	for (uint32_t i = nk; i-- > 0;)
+		node = intern_node(ss, node, intern_frame(ss, MOD_KERNEL, i ? chain[i] - 1 : chain[i]));
+	profile_add_sample(ss->prof, r->time > ss->opts.start_ns ? r->time - ss->opts.start_ns : 0,
+			   t, node, ss->opts.weight_ns,
+			   r->sample.state == SAMPLER_STATE_RUNNING ? PROFILE_STATE_ON_CPU :
+			   r->sample.state == SAMPLER_STATE_WAITING ? PROFILE_STATE_OFF_CPU :
+			   PROFILE_STATE_UNKNOWN);
+}
