@@ -52,7 +52,13 @@ help_matches_man() {
 		<(echo "$help") <(echo "$man")
 }
 
-# help_covers_contract COMMAND HEADING: every option in the contract's table is in --help.
+# Options the contract lists for capabilities whose issues are still open, with the issue
+# that builds them. They are the only ones allowed to be missing from --help, and each must
+# leave this list in the commit that adds it (the test fails on a listed option --help has).
+PENDING="--python:12 --regions:13 --region:13 --delay:14 --paused:14 --control:14 --snapshot-every:14"
+
+# help_covers_contract COMMAND HEADING: every option in the contract's table is in --help,
+# but for the pending ones above.
 help_covers_contract() {
 	[ -f "$CONTRACT" ] || skip "no CLI contract at $CONTRACT"
 	run --separate-stderr "$PROFTOOL" "$1" --help
@@ -61,6 +67,13 @@ help_covers_contract() {
 	contract=$(options_in_contract "$2")
 	[ "$(wc -l <<<"$contract")" -ge 5 ] || { echo "too few options parsed from the contract: $contract"; false; }
 	missing=$(comm -23 <(echo "$contract") <(echo "$help"))
+	for p in $PENDING; do
+		if grep -qx -- "${p%%:*}" <<<"$help"; then
+			echo "${p%%:*} is in '$1 --help' now: remove it from PENDING in tests/docs.bats"
+			false
+		fi
+		missing=$(grep -vx -- "${p%%:*}" <<<"$missing" || true)
+	done
 	[ -z "$missing" ] || { echo "in the contract's '$2' table but not in '$1 --help':" $missing; false; }
 }
 
