@@ -60,6 +60,12 @@ BL=$T/benchload
 gcc -std=gnu11 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread \
 	-Wall -Wextra -Werror -o "$BL" bench/benchload.c -lm
 SPLIT_NOFP=$T/split-nofp
+# The fork-heavy job: a library with 30000 exported functions (libtorch-like
+# symbol count, assembled in a second) mapped by a parent that forks workers.
+bench/biglib.sh 30000 >"$T/big.s"
+gcc -shared -o "$T/libbig.so" "$T/big.s"
+# shellcheck disable=SC2016 # $ORIGIN is for the dynamic linker
+gcc -std=gnu11 -O2 -g -Wall -Wextra -Werror -o "$T/forkjob" bench/forkjob.c -ldl -Wl,-rpath,'$ORIGIN'
 gcc -std=gnu11 -O2 -g -fomit-frame-pointer -momit-leaf-frame-pointer \
 	-Wall -Wextra -Werror -o "$SPLIT_NOFP" tests/workloads/split.c -lm
 
@@ -258,6 +264,16 @@ progress "overhead, 2 threads: benchload spin 2 $(scaled 1)"
 rounds w2 999 "$OVH_VARS" -- "${W2_ARGS[@]}"
 progress "overhead, fork+exec: benchload forkexec $FE_N 1 0.005"
 rounds w3 999 "$OVH_VARS" -- "${W3_ARGS[@]}"
+FJ_SECS=$(scaled 0.3)
+for w in 4 16; do
+	progress "fork-heavy job: forkjob $w $FJ_SECS (a 30000-symbol library, $w workers)"
+	rounds "fj$w" 999 "pt-dwarf perf-dwarf" -- "$T/forkjob" "$w" "$FJ_SECS"
+done
+# perf defers unwinding and naming to perf report: its share of the work is timed there
+for ((i = 1; i <= RUNS; i++)); do
+	"$BL" run "$T/runs/fj16/perf-dwarf/$i/report" "${PERF[@]}" report --stdio \
+		-i "$(datafile fj16 perf-dwarf "$i")" >/dev/null 2>&1 || die "perf report failed on the fork job"
+done
 progress "stack completeness: split built with -fomit-frame-pointer"
 rounds nofp 999 "$VARS_FP $VARS_DW" -- "$SPLIT_NOFP" "$(scaled 0.5)"
 
@@ -478,6 +494,31 @@ for c in w1 w2 w3; do
 done
 p=$(startup w1 pt-fp); q=$(startup w1 perf-fp)
 fmt "start-up, 1 thread -g fp" "" "$(num "$p" %.3f)" "$(num "$q" %.3f)" "$(ratio "$p" "$q")" "" ""
+section "7. fork-heavy job: a 30000-symbol library, 16 forked workers, -g dwarf -F 999 (issue 15: CPU per sample within 2x of 2 threads', RSS flat in workers)"
+# profiler CPU per sample, microseconds: (record's CPU - the target's) / samples
+per_sample() {
+	local c=$1 v=$2 i n extra
+	for ((i = 1; i <= RUNS; i++)); do
+		n=$(sed -n "${i}p" <<<"$(counts_of "$c" "$v")" | awk '{ print $1 }')
+		extra=0
+		[ -f "$T/runs/$c/$v/$i/report" ] && extra=$(awk '{ print $2 + $3 }' "$T/runs/$c/$v/$i/report")
+		paste -d' ' "$T/runs/$c/$v/$i/outer" "$T/runs/$c/$v/$i/inner" |
+			awk -v n="$n" -v x="$extra" '{ print (($2 + $3) - ($8 + $9) + x) / n * 1e6 }'
+	done | med
+}
+rss() { field "$1" "$2" outer '$4 / 1024' | med; }
+p=$(per_sample fj16 pt-dwarf); q=$(per_sample fj16 perf-dwarf); s2=$(per_sample w2 pt-dwarf)
+res=$(result le "$p" "$(awk -v s="$s2" 'BEGIN { print 2 * s }')")
+fmt "fork x16: profiler CPU us/sample (perf: +report)" "" "$(num "$p" %.1f)" "$(num "$q" %.1f)" "$(ratio "$p" "$q")" "<= 2x 2 threads ($(num "$s2" %.1f))" "$res"
+note_result "$res" "fork-heavy job: ${p} us of CPU per sample against ${s2} for 2 threads"
+p4=$(per_sample fj4 pt-dwarf)
+fmt "fork x4: profiler CPU us/sample" "" "$(num "$p4" %.1f)" "" "" "" ""
+p=$(rss fj16 pt-dwarf); p4=$(rss fj4 pt-dwarf); q=$(rss fj16 perf-dwarf)
+res=$(result le "$p" "$(awk -v a="$p4" 'BEGIN { print a * 1.15 + 2 }')")
+fmt "fork x16: record peak RSS MiB (x4 in brackets)" "" "$(num "$p" %.1f) [$(num "$p4" %.1f)]" "$(num "$q" %.1f)" "$(ratio "$p" "$q")" "x16 <= 1.15 x4 + 2 MiB" "$res"
+note_result "$res" "fork-heavy job: record peak RSS $p MiB with 16 workers, $p4 MiB with 4"
+p=$(counts_of fj16 pt-dwarf | awk '{ print $2 }' | med); q=$(counts_of fj16 perf-dwarf | awk '{ print $2 }' | med)
+fmt "fork x16: lost samples" "" "$p" "$q" "" "" ""
 
 ELAPSED=$(($(date +%s) - T0))
 {
