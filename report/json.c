@@ -14,6 +14,7 @@
 
 #include "base/base.h"
 #include "internal.h"
+#include "model.h"
 
 #define REPORT_JSON_FORMAT "proftool-report"
 #define REPORT_JSON_VERSION 1
