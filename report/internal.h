@@ -34,11 +34,11 @@ void report_json_string(FILE *out, const char *s);
 /* ---- the text reports: header, then one or more sections ---- */
 
 /*
- * header.c: the header of the table, tree, callers and callees formats,
- * describing the KEPT samples KEEP accepts.
+ * header.c: the header of the table, tree, callers and callees formats: the
+ * recording, and the samples KEEP accepts (chosen by o->filter).
  */
 void report_write_header(FILE *out, const struct profile *p, const struct report_opts *o,
-			 const bool *keep, uint64_t kept);
+			 const bool *keep);
 
 /* table.c: the cProfile-style table, and folded stacks (PREFIX: a frame put before each root). */
 void report_write_table(FILE *out, const struct profile *p, const struct report_opts *o,

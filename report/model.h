@@ -65,6 +65,52 @@ struct report_folded *report_folded_lines(const struct profile *p, const bool *k
 					  const char *prefix, size_t *nr);
 void report_folded_free(struct report_folded *lines, size_t nr);
 
+/* ---- summary.c: the figures of the header ---- */
+
+/* Why some stacks ended before a thread's entry, and how many. */
+struct report_stop {
+	const char *reason;     /* as the profile names it ("no CFI"), or REPORT_STOP_CUT */
+	const char *module;     /* NULL when the reason names none, or when not known */
+	uint64_t count;         /* samples */
+};
+
+/* A [truncated] root, when the profile cannot say which of the two cut it. */
+#define REPORT_STOP_CUT "stack copy too small or too many frames"
+/* How report_summary's not_entry and unexplained read, in the header and the JSON report. */
+#define REPORT_STOP_NOT_ENTRY "at a frame that is not a thread's entry"
+#define REPORT_STOP_UNEXPLAINED "for reasons known only for the whole recording"
+
+/*
+ * The samples a report keeps, next to the whole profile's. Unfiltered the
+ * two agree and the stop reasons are the profile's own. Filtered, each
+ * figure is the kept samples': the span is the part of a --time-range
+ * window the recording covers (a time window alone), or from the first
+ * kept sample to the last. The profile counts stop reasons over all its
+ * samples, not per stack, so for a subset only what the stacks show is
+ * exact: stops_exact is false when some kept samples' reasons are told
+ * apart only by the profile's meta.stops, for the whole recording.
+ */
+struct report_summary {
+	bool filtered;                  /* some sample left out */
+	uint64_t samples, samples_total;
+	uint64_t weight_ns;             /* the kept samples' summed weight */
+	uint64_t duration_ns;           /* what the kept samples span; the recording's unfiltered */
+	size_t procs, procs_total;      /* with a kept sample; with any sample */
+	size_t threads, threads_total;
+	uint64_t states[PROFILE_STATE_NR]; /* kept samples by enum profile_state */
+	uint64_t complete, complete_total; /* stacks unwound to a thread's entry */
+	struct report_stop *stops;      /* kept stacks that stopped early, for a known reason */
+	size_t nr_stops;
+	uint64_t not_entry;             /* ... at a frame that is not a thread's entry, no reason given */
+	uint64_t unexplained;           /* ... for a reason given only for the whole recording */
+	bool stops_exact;               /* no REPORT_STOP_CUT in stops, and unexplained is 0 */
+};
+
+/* Fills S for the samples KEEP accepts, F being the filter that chose them. */
+void report_summarize(struct report_summary *s, const struct profile *p,
+		      const struct report_filter *f, const bool *keep);
+void report_summary_release(struct report_summary *s);
+
 /* ---- calltree.c: the call tree by function ---- */
 
 /* A node is one function reached by one path of functions from a root. */

@@ -112,7 +112,7 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 		return ret < 0 ? ret : ferror(out) ? -EIO : 0;
 	}
 	if (o->format != REPORT_FOLDED)
-		report_write_header(out, p, o, keep, kept);
+		report_write_header(out, p, o, keep);
 	if (!o->per_thread && !o->per_process) {
 		ret = write_section(out, p, o, keep, NULL);
 	} else {
