@@ -58,8 +58,9 @@ int report_write_calls(FILE *out, const struct profile *p, const bool *keep, boo
 
 /* ---- whole-profile formats; each returns 0 or a negative errno ---- */
 
-/* json.c: the aggregated profile, and hierarchical timers. */
-int report_write_json(FILE *out, const struct profile *p, const bool *keep);
+/* json.c: the aggregated profile (FILTER chose KEEP; the meta says how), and hierarchical timers. */
+int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
+		      const bool *keep);
 int report_write_timers(FILE *out, const struct profile *p, const bool *keep);
 
 /* speedscope.c: speedscope's file format, one sampled profile per thread. */

@@ -73,7 +73,7 @@ static int write_export(FILE *out, const struct profile *p, const struct report_
 {
 	switch (o->format) {
 	case REPORT_JSON:
-		return report_write_json(out, p, keep);
+		return report_write_json(out, p, &o->filter, keep);
 	case REPORT_TIMERS:
 		return report_write_timers(out, p, keep);
 	case REPORT_SPEEDSCOPE:
