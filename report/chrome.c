@@ -8,6 +8,7 @@
 
 #include "base/base.h"
 #include "internal.h"
+#include "model.h"
 
 /*
  * The trace event format is described in "Trace Event Format" (Google,

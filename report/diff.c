@@ -18,6 +18,7 @@
 
 #include "base/base.h"
 #include "internal.h"
+#include "model.h"
 
 struct diff_row {
 	const char *name, *module;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* Self-contained interactive flame graphs, SVG or HTML, from folded stacks. */
 #include "internal.h"
+#include "model.h"
 
 #include <ctype.h>
 #include <errno.h>

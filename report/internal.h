@@ -1,83 +1,18 @@
 // SPDX-License-Identifier: MIT
-/* Internals shared between the report's files. */
+/*
+ * The report's writers, which report_write() (report.c) dispatches to,
+ * and the text helpers they share. Writers read the function model
+ * (model.h); nothing in the model calls a writer.
+ */
 #ifndef PROFTOOL_REPORT_INTERNAL_H
 #define PROFTOOL_REPORT_INTERNAL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "report.h"
-
-/*
- * Samples and their summed weight per stack node, over the samples KEEP
- * accepts (all when KEEP is NULL): arrays of p->nr_stacks entries, owned
- * by the caller. Returns the number of samples kept; *TOTAL_NS (when not
- * NULL) their weight.
- */
-uint64_t report_stack_counts(const struct profile *p, const bool *keep, uint64_t **n,
-			     uint64_t **ns, uint64_t *total_ns);
-
-/* "file:line(function)", "module(function)" or the bare name, as the table shows a function. */
-void report_func_label(const struct profile_func *f, char *buf, size_t n);
-
-/* The call tree by function: a node is one function reached by one path of functions from a root. */
-struct report_tnode {
-	uint32_t parent;        /* PROFILE_NONE for a root */
-	uint32_t func;
-	uint64_t self, cum;     /* samples */
-	uint64_t self_ns, cum_ns;
-};
-
-struct report_tree {
-	struct report_tnode *nodes;
-	size_t nr, alloc;
-	struct idx index;       /* (parent, func) -> node */
-	uint32_t **kids;        /* per node: its sampled children, largest total first */
-	uint32_t *nr_kids;
-	uint32_t *roots;        /* sampled roots, largest first */
-	size_t nr_roots, alloc_roots;
-	uint64_t total, total_ns; /* samples kept, and their weight */
-};
-
-/*
- * Builds the tree of the samples KEEP accepts (all when NULL). STACK_NODE,
- * when not NULL, receives the tree node of every stack node (an array of
- * p->nr_stacks, owned by the caller).
- */
-void report_tree_build(struct report_tree *t, const struct profile *p, const bool *keep,
-		       uint32_t **stack_node);
-void report_tree_release(struct report_tree *t);
-
-/* The call tree of the samples KEEP accepts, children by total, small nodes folded. */
-void report_write_tree(FILE *out, const struct profile *p, const bool *keep, double min_percent);
-
-/* Whether a function of the samples KEEP accepts has a name matching the POSIX ERE MATCH. */
-bool report_any_match(const struct profile *p, const bool *keep, const char *match);
-
-/*
- * pstats' print_callers/print_callees: for each function (matching MATCH, in
- * SORT order, at most LIMIT), who called it or what it called, with the
- * samples in which both were on the stack. -ENOENT when none matched.
- */
-int report_write_calls(FILE *out, const struct profile *p, const bool *keep, bool callers,
-		       const char *match, size_t limit, enum report_sort sort);
-
-/*
- * Folded stacks of the samples KEEP accepts: "root;...;leaf" by function
- * name (';' in names made ':'), one entry per distinct text, sorted by
- * text. PREFIX, when not NULL, is put before the root as a frame of its
- * own. Returns the array (*NR entries), owned by the caller: free each
- * text, then the array (report_folded_free).
- */
-struct report_folded {
-	char *text;
-	uint64_t count;         /* samples */
-	uint64_t weight_ns;     /* their summed weight */
-};
-struct report_folded *report_folded_lines(const struct profile *p, const bool *keep,
-					  const char *prefix, size_t *nr);
-void report_folded_free(struct report_folded *lines, size_t nr);
 
 /* ---- text.c: shared by the writers ---- */
 
@@ -95,18 +30,37 @@ char *report_utf8_clean(const char *s);
 /* S escaped for the inside of a JSON string (invalid UTF-8 as U+FFFD); with the quotes. */
 void report_json_chars(FILE *out, const char *s);
 void report_json_string(FILE *out, const char *s);
+
+/* ---- the text reports: header, then one or more sections ---- */
+
 /*
- * The kept samples grouped by thread, threads in index order, each in time
- * order: thread t's samples are order[start[t]] up to order[start[t + 1]].
- * Returns order; *START_OUT gets start (p->nr_threads + 1 entries). Both
- * are the caller's to free.
+ * header.c: the header of the table, tree, callers and callees formats: the
+ * recording, and the samples KEEP accepts (chosen by o->filter).
  */
-size_t *report_samples_by_thread(const struct profile *p, const bool *keep, size_t **start_out);
+void report_write_header(FILE *out, const struct profile *p, const struct report_opts *o,
+			 const bool *keep);
+
+/* table.c: the cProfile-style table, and folded stacks (PREFIX: a frame put before each root). */
+void report_write_table(FILE *out, const struct profile *p, const struct report_opts *o,
+			const bool *keep);
+void report_write_folded(FILE *out, const struct profile *p, const char *prefix, const bool *keep);
+
+/* tree.c: the call tree of the samples KEEP accepts, children by total, small nodes folded. */
+void report_write_tree(FILE *out, const struct profile *p, const bool *keep, double min_percent);
+
+/*
+ * tree.c: pstats' print_callers/print_callees: for each function (matching
+ * MATCH, in SORT order, at most LIMIT), who called it or what it called,
+ * with the samples in which both were on the stack. -ENOENT when none matched.
+ */
+int report_write_calls(FILE *out, const struct profile *p, const bool *keep, bool callers,
+		       const char *match, size_t limit, enum report_sort sort);
 
 /* ---- whole-profile formats; each returns 0 or a negative errno ---- */
 
-/* json.c: the aggregated profile, and hierarchical timers. */
-int report_write_json(FILE *out, const struct profile *p, const bool *keep);
+/* json.c: the aggregated profile (FILTER chose KEEP; the meta says how), and hierarchical timers. */
+int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
+		      const bool *keep);
 int report_write_timers(FILE *out, const struct profile *p, const bool *keep);
 
 /* speedscope.c: speedscope's file format, one sampled profile per thread. */

@@ -14,6 +14,7 @@
 
 #include "base/base.h"
 #include "internal.h"
+#include "model.h"
 
 #define REPORT_JSON_FORMAT "proftool-report"
 #define REPORT_JSON_VERSION 1
@@ -53,10 +54,21 @@ static int dump(FILE *out, json_t *root)
 	return 0;
 }
 
-static json_t *meta_json(const struct profile *p, uint64_t kept, uint64_t kept_ns)
+static json_t *stop_json(const char *reason, const char *module, uint64_t count)
+{
+	json_t *s = json_object();
+
+	json_object_set_new(s, "reason", str(reason));
+	json_object_set_new(s, "module", str(module));
+	json_object_set_new(s, "count", u64(count));
+	return s;
+}
+
+/* The recording, and the same figures as the text header for the kept samples. */
+static json_t *meta_json(const struct profile *p, const struct report_summary *s)
 {
 	const struct profile_meta *m = &p->meta;
-	json_t *j = json_object(), *stops = json_array();
+	json_t *j = json_object(), *stops = json_array(), *states = json_object();
 
 	json_object_set_new(j, "tool_version", str(m->tool_version));
 	json_object_set_new(j, "command", str(m->command));
@@ -74,21 +86,40 @@ static json_t *meta_json(const struct profile *p, uint64_t kept, uint64_t kept_n
 	json_object_set_new(j, "lost", u64(m->lost));
 	json_object_set_new(j, "exit_status", m->exit_status >= 0 ? json_integer(m->exit_status) : json_null());
 	json_object_set_new(j, "samples_in_file", u64(p->nr_samples));
-	json_object_set_new(j, "samples", u64(kept));
-	json_object_set_new(j, "seconds", secs(kept_ns));
-	for (size_t i = 0; i < m->nr_stops; i++) {
-		json_t *s = json_object();
-
-		json_object_set_new(s, "reason", str(m->stops[i].reason));
-		json_object_set_new(s, "module", str(m->stops[i].module));
-		json_object_set_new(s, "count", u64(m->stops[i].count));
-		json_array_append_new(stops, s);
-	}
+	json_object_set_new(j, "samples", u64(s->samples));
+	json_object_set_new(j, "seconds", secs(s->weight_ns));
+	json_object_set_new(j, "filtered", json_boolean(s->filtered));
+	json_object_set_new(j, "span_ns", u64(s->duration_ns));
+	json_object_set_new(j, "processes_in_file", u64(s->procs_total));
+	json_object_set_new(j, "process_count", u64(s->procs));
+	json_object_set_new(j, "threads_in_file", u64(s->threads_total));
+	json_object_set_new(j, "thread_count", u64(s->threads));
+	json_object_set_new(j, "stacks_complete_in_file", u64(s->complete_total));
+	json_object_set_new(j, "stacks_complete", u64(s->complete));
+	json_object_set_new(states, "on_cpu", u64(s->states[PROFILE_STATE_ON_CPU]));
+	json_object_set_new(states, "off_cpu", u64(s->states[PROFILE_STATE_OFF_CPU]));
+	json_object_set_new(states, "unknown", u64(s->states[PROFILE_STATE_UNKNOWN]));
+	json_object_set_new(j, "thread_states", states);
+	for (size_t i = 0; i < m->nr_stops; i++)
+		json_array_append_new(stops, stop_json(m->stops[i].reason, m->stops[i].module,
+						       m->stops[i].count));
 	json_object_set_new(j, "unwind_stops", stops);
+	stops = json_array();
+	for (size_t i = 0; i < s->nr_stops; i++)
+		json_array_append_new(stops, stop_json(s->stops[i].reason, s->stops[i].module,
+						       s->stops[i].count));
+	if (s->not_entry)
+		json_array_append_new(stops, stop_json(REPORT_STOP_NOT_ENTRY, NULL, s->not_entry));
+	/* the reason is among the recording's unwind_stops */
+	if (s->unexplained)
+		json_array_append_new(stops, stop_json(NULL, NULL, s->unexplained));
+	json_object_set_new(j, "unwind_stops_kept", stops);
+	json_object_set_new(j, "unwind_stops_kept_exact", json_boolean(s->stops_exact));
 	return j;
 }
 
-int report_write_json(FILE *out, const struct profile *p, const bool *keep)
+int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
+		      const bool *keep)
 {
 	uint64_t total, total_ns, *t_n = xcalloc(p->nr_threads + 1, sizeof(*t_n));
 	uint64_t *t_ns = xcalloc(p->nr_threads + 1, sizeof(*t_ns));
@@ -97,12 +128,15 @@ int report_write_json(FILE *out, const struct profile *p, const bool *keep)
 	uint32_t *path = NULL;
 	size_t nr_fs, alloc_path = 0;
 	struct report_func_stat *fs = report_func_stats(p, keep, &nr_fs, &total, &total_ns);
+	struct report_summary sum;
 	struct report_tree t;
 	json_t *root = json_object(), *arr;
 
 	json_object_set_new(root, "format", json_string(REPORT_JSON_FORMAT));
 	json_object_set_new(root, "version", json_integer(REPORT_JSON_VERSION));
-	json_object_set_new(root, "meta", meta_json(p, total, total_ns));
+	report_summarize(&sum, p, filter, keep);
+	json_object_set_new(root, "meta", meta_json(p, &sum));
+	report_summary_release(&sum);
 
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		if (!keep[i])

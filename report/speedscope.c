@@ -7,6 +7,7 @@
 
 #include "base/base.h"
 #include "internal.h"
+#include "model.h"
 
 
 /* Appends V in decimal to BUF (room for 20 digits is the caller's business). */

@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
-/*
- * What several writers share: names made valid UTF-8, JSON strings, and
- * the kept samples grouped by thread in time order.
- */
+/* What several writers share: names made valid UTF-8, and JSON strings. */
+#include "internal.h"
+
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
-#include "internal.h"
 
 size_t report_utf8_len(const unsigned char *s)
 {
@@ -116,51 +115,4 @@ void report_json_string(FILE *out, const char *s)
 	fputc('"', out);
 	report_json_chars(out, s);
 	fputc('"', out);
-}
-
-static int time_cmp(const void *a, const void *b, void *arg)
-{
-	const struct profile_sample *s = arg;
-	size_t x = *(const size_t *)a, y = *(const size_t *)b;
-
-	if (s[x].time_ns != s[y].time_ns)
-		return s[x].time_ns < s[y].time_ns ? -1 : 1;
-	return x < y ? -1 : x > y;
-}
-
-/*
- * A counting sort by thread. A file's samples are in time order already,
- * and merging appends whole threads, so the time sort only runs where
- * something is out of place.
- */
-size_t *report_samples_by_thread(const struct profile *p, const bool *keep, size_t **start_out)
-{
-	size_t *start = xcalloc(p->nr_threads + 2, sizeof(*start));
-	size_t *fill = xcalloc(p->nr_threads + 1, sizeof(*fill));
-	size_t *order;
-
-	for (size_t i = 0; i < p->nr_samples; i++)
-		if (keep[i])
-			start[p->samples[i].thread + 1]++;
-	for (size_t t = 0; t < p->nr_threads; t++) {
-		start[t + 1] += start[t];
-		fill[t] = start[t];
-	}
-	order = xmalloc(st_mult(start[p->nr_threads] + 1, sizeof(*order)));
-	for (size_t i = 0; i < p->nr_samples; i++)
-		if (keep[i])
-			order[fill[p->samples[i].thread]++] = i;
-	for (size_t t = 0; t < p->nr_threads; t++) {
-		size_t *o = order + start[t], n = start[t + 1] - start[t];
-
-		for (size_t k = 1; k < n; k++) {
-			if (p->samples[o[k]].time_ns < p->samples[o[k - 1]].time_ns) {
-				QSORT_R(o, n, time_cmp, p->samples);
-				break;
-			}
-		}
-	}
-	free(fill);
-	*start_out = start;
-	return order;
 }

@@ -268,8 +268,8 @@ keys() {
 	[ "$sum" -eq "$total" ]
 	# a time window keeps fewer samples, and the two halves add up
 	all=$("$PROFTOOL" report split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
-	a=$("$PROFTOOL" report --time-range -0.3 split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
-	b=$("$PROFTOOL" report --time-range 0.3- split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
+	a=$("$PROFTOOL" report --time-range -0.3 split.data | sed -n "s/^\([0-9]*\) samples (of $all total) over.*/\1/p")
+	b=$("$PROFTOOL" report --time-range 0.3- split.data | sed -n "s/^\([0-9]*\) samples (of $all total) over.*/\1/p")
 	[ "$a" -gt 0 ]
 	[ "$b" -gt 0 ]
 	[ "$a" -lt "$all" ]

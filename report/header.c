@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: MIT
+/* The header of the text reports: the recording, the samples shown, and how well stacks unwound. */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "base/base.h"
+#include "model.h"
+#include "report.h"
+
+static int stop_cmp(const void *a, const void *b)
+{
+	const struct report_stop *x = a, *y = b;
+
+	return x->count > y->count ? -1 : x->count < y->count;
+}
+
+/*
+ * Why the unwinder stopped early, most frequent first, after LEAD, e.g.
+ * "Unwinding stopped early: 40 stack copy too small, 12 no CFI (libfoo.so
+ * 10, libbar.so 2), 3 at a frame that is not a thread's entry".
+ */
+static void put_stops(FILE *out, const char *lead, const struct report_stop *stops, size_t nr,
+		      uint64_t not_entry, uint64_t unexplained, const char *callgraph)
+{
+	const char *hint = callgraph && !strcmp(callgraph, "fp") ?
+			   " (code without frame pointers? try -g dwarf)" : "";
+	struct report_stop *st;
+	bool *done, first = true;
+
+	if (!nr && !unexplained) {
+		if (not_entry && callgraph && strcmp(callgraph, "none"))
+			fprintf(out, "%s %" PRIu64 " " REPORT_STOP_NOT_ENTRY "%s\n", lead, not_entry, hint);
+		return;
+	}
+	st = xmalloc(st_mult(nr + 1, sizeof(*st)));
+	done = xcalloc(nr + 1, 1);
+	if (nr) /* memcpy's source may not be NULL, even for no bytes */
+		memcpy(st, stops, nr * sizeof(*st));
+	QSORT(st, nr, stop_cmp);
+	fputs(lead, out);
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t total = 0;
+		int shown = 0;
+
+		if (done[i])
+			continue;
+		for (size_t j = i; j < nr; j++)
+			if (!strcmp(st[j].reason, st[i].reason))
+				total += st[j].count;
+		fprintf(out, "%s %" PRIu64 " %s", first ? "" : ",", total, st[i].reason);
+		first = false;
+		for (size_t j = i; j < nr; j++) {
+			if (strcmp(st[j].reason, st[i].reason))
+				continue;
+			done[j] = true;
+			if (st[j].module && shown < 3)
+				fprintf(out, "%s%s %" PRIu64, shown++ ? ", " : " (", st[j].module, st[j].count);
+		}
+		if (shown)
+			fputc(')', out);
+	}
+	if (not_entry)
+		fprintf(out, "%s %" PRIu64 " " REPORT_STOP_NOT_ENTRY "%s", first ? "" : ",", not_entry,
+			hint);
+	if (unexplained)
+		fprintf(out, "%s %" PRIu64 " " REPORT_STOP_UNEXPLAINED, first && !not_entry ? "" : ",",
+			unexplained);
+	fputc('\n', out);
+	free(st);
+	free(done);
+}
+
+/* The profile's own stop reasons, over all its samples. */
+static void put_recording_stops(FILE *out, const struct profile *p, const struct report_summary *s)
+{
+	const struct profile_meta *m = &p->meta;
+	struct report_stop *st = xcalloc(m->nr_stops + 1, sizeof(*st));
+	uint64_t explained = 0, incomplete = s->samples_total - s->complete_total;
+	char lead[128];
+
+	for (size_t i = 0; i < m->nr_stops; i++) {
+		st[i] = (struct report_stop){ m->stops[i].reason, m->stops[i].module, m->stops[i].count };
+		explained += m->stops[i].count;
+	}
+	snprintf(lead, sizeof(lead), "Unwinding stopped early in the whole recording (%" PRIu64 " samples):",
+		 s->samples_total);
+	put_stops(out, lead, st, m->nr_stops, incomplete > explained ? incomplete - explained : 0, 0,
+		  m->callgraph);
+	free(st);
+}
+
+/* " (of N)" after a count that a filter made smaller. */
+static void put_of(FILE *out, uint64_t n, uint64_t total)
+{
+	if (n != total)
+		fprintf(out, " (of %" PRIu64 ")", total);
+}
+
+static void put_recorded(FILE *out, const struct profile_meta *m)
+{
+	time_t t = m->start_real_ns / 1000000000ull;
+	struct tm tm;
+	char when[64];
+
+	gmtime_r(&t, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
+	fprintf(out, "Recorded %s on %s (%s), event %s, call graph %s, %s mode, %s backend\n", when,
+		m->host ? m->host : "?", m->kernel ? m->kernel : "?",
+		m->event ? m->event : "?", m->callgraph ? m->callgraph : "?",
+		m->mode && !strcmp(m->mode, "wall") ? "wall-clock" : "on-CPU",
+		m->backend ? m->backend : "perf");
+}
+
+/* Lost samples and the rate achieved: the recording's, whatever the filters keep. */
+static void put_rate(FILE *out, const struct profile *p, bool filtered)
+{
+	const struct profile_meta *m = &p->meta;
+	double secs = m->duration_ns / 1e9;
+	double cpu = m->cpu_time_ns / 1e9;
+
+	if (filtered)
+		fprintf(out, "Whole recording: %" PRIu64 " samples lost", m->lost);
+	else
+		fprintf(out, "Lost samples: %" PRIu64, m->lost);
+	if (p->nr_samples + m->lost)
+		fprintf(out, " (%.1f%%)", 100.0 * m->lost / (p->nr_samples + m->lost));
+	if (m->mode && !strcmp(m->mode, "wall") && secs > 0)
+		fprintf(out, "; %.1f samples per second of wall-clock time (%u Hz requested per thread)",
+			p->nr_samples / secs, m->freq);
+	else if (m->freq && cpu > 0)
+		fprintf(out, "; sampling rate %.1f Hz achieved of %u Hz requested (per CPU-second)",
+			p->nr_samples / cpu, m->freq);
+	else if (m->freq)
+		fprintf(out, "; sampling rate %u Hz requested", m->freq);
+	else
+		fprintf(out, "; sampling rates differ between the merged files");
+	fputc('\n', out);
+}
+
+void report_write_header(FILE *out, const struct profile *p, const struct report_opts *o,
+			 const bool *keep)
+{
+	const struct profile_meta *m = &p->meta;
+	const uint64_t *states;
+	struct report_summary s;
+	uint64_t kept;
+
+	report_summarize(&s, p, &o->filter, keep);
+	states = s.states;
+	kept = s.samples;
+	if (o->nr_inputs == 1)
+		fprintf(out, "Profile %s", o->inputs[0]);
+	else
+		fprintf(out, "Profile of %zu merged files", o->nr_inputs);
+	if (m->command)
+		fprintf(out, ": %s", m->command);
+	fputc('\n', out);
+	if (m->start_real_ns && o->nr_inputs == 1)
+		put_recorded(out, m);
+	fprintf(out, "%" PRIu64 " sample%s", kept, kept == 1 ? "" : "s");
+	if (s.filtered)
+		fprintf(out, " (of %" PRIu64 " total)", s.samples_total);
+	fprintf(out, " over %.3f s from %zu process%s", s.duration_ns / 1e9, s.procs, s.procs == 1 ? "" : "es");
+	put_of(out, s.procs, s.procs_total);
+	fprintf(out, " and %zu thread%s", s.threads, s.threads == 1 ? "" : "s");
+	put_of(out, s.threads, s.threads_total);
+	fputc('\n', out);
+	put_rate(out, p, s.filtered);
+	/* wall mode: what the threads were doing, the split of the table's time */
+	if (states[PROFILE_STATE_ON_CPU] + states[PROFILE_STATE_OFF_CPU]) {
+		fprintf(out, "Thread states: on CPU (running or runnable) %" PRIu64 " (%.1f%%), "
+			"off CPU (sleeping, blocked) %" PRIu64 " (%.1f%%)",
+			states[PROFILE_STATE_ON_CPU], 100.0 * states[PROFILE_STATE_ON_CPU] / kept,
+			states[PROFILE_STATE_OFF_CPU], 100.0 * states[PROFILE_STATE_OFF_CPU] / kept);
+		if (states[PROFILE_STATE_UNKNOWN])
+			fprintf(out, ", unknown %" PRIu64, states[PROFILE_STATE_UNKNOWN]);
+		fputs(o->filter.state ? "\n" : "; --state on-cpu|off-cpu keeps one\n", out);
+	}
+	fprintf(out, "Stacks unwound to their root: %" PRIu64 " of %" PRIu64 " (%.1f%%)\n",
+		s.complete, kept, kept ? 100.0 * s.complete / kept : 0.0);
+	put_stops(out, "Unwinding stopped early:", s.stops, s.nr_stops, s.not_entry, s.unexplained,
+		  m->callgraph);
+	if (!s.stops_exact)
+		put_recording_stops(out, p, &s);
+	report_summary_release(&s);
+}

@@ -1,0 +1,389 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The function model the writers share: which samples are kept, their
+ * counts per stack and per function, sort orders, labels, matching by
+ * name, and folded stacks.
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <regex.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/base.h"
+#include "report.h"
+
+/* ---- which samples ---- */
+
+static bool thread_matches(const struct profile *p, uint32_t t, const struct report_filter *f)
+{
+	const struct profile_thread *th = &p->threads[t];
+	const struct profile_process *pr = &p->procs[th->process];
+
+	if (f->pid && pr->pid != f->pid)
+		return false;
+	if (f->tid && th->tid != f->tid)
+		return false;
+	if (f->comm && strcmp(th->comm, f->comm) && strcmp(pr->comm, f->comm))
+		return false;
+	return true;
+}
+
+bool *report_select_samples(const struct profile *p, const struct report_filter *f,
+			    uint32_t only_thread, uint32_t only_process, uint64_t *kept)
+{
+	bool *thread_ok = xcalloc(p->nr_threads + 1, sizeof(*thread_ok));
+	bool *keep = xcalloc(p->nr_samples + 1, sizeof(*keep));
+
+	for (size_t t = 0; t < p->nr_threads; t++)
+		thread_ok[t] = thread_matches(p, t, f) &&
+			       (only_thread == PROFILE_NONE || only_thread == t) &&
+			       (only_process == PROFILE_NONE || only_process == p->threads[t].process);
+	*kept = 0;
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		uint64_t t = p->samples[i].time_ns;
+
+		keep[i] = thread_ok[p->samples[i].thread] && t >= f->from_ns &&
+			  (!f->to_ns || t < f->to_ns) && (!f->state || p->samples[i].state == f->state);
+		*kept += keep[i];
+	}
+	free(thread_ok);
+	return keep;
+}
+
+static int time_cmp(const void *a, const void *b, void *arg)
+{
+	const struct profile_sample *s = arg;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+
+	if (s[x].time_ns != s[y].time_ns)
+		return s[x].time_ns < s[y].time_ns ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * A counting sort by thread. A file's samples are in time order already,
+ * and merging appends whole threads, so the time sort only runs where
+ * something is out of place.
+ */
+size_t *report_samples_by_thread(const struct profile *p, const bool *keep, size_t **start_out)
+{
+	size_t *start = xcalloc(p->nr_threads + 2, sizeof(*start));
+	size_t *fill = xcalloc(p->nr_threads + 1, sizeof(*fill));
+	size_t *order;
+
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (keep[i])
+			start[p->samples[i].thread + 1]++;
+	for (size_t t = 0; t < p->nr_threads; t++) {
+		start[t + 1] += start[t];
+		fill[t] = start[t];
+	}
+	order = xmalloc(st_mult(start[p->nr_threads] + 1, sizeof(*order)));
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (keep[i])
+			order[fill[p->samples[i].thread]++] = i;
+	for (size_t t = 0; t < p->nr_threads; t++) {
+		size_t *o = order + start[t], n = start[t + 1] - start[t];
+
+		for (size_t k = 1; k < n; k++) {
+			if (p->samples[o[k]].time_ns < p->samples[o[k - 1]].time_ns) {
+				QSORT_R(o, n, time_cmp, p->samples);
+				break;
+			}
+		}
+	}
+	free(fill);
+	*start_out = start;
+	return order;
+}
+
+/* ---- per stack and per function ---- */
+
+uint64_t report_stack_counts(const struct profile *p, const bool *keep, uint64_t **n,
+			     uint64_t **ns, uint64_t *total_ns)
+{
+	uint64_t kept = 0, weight = 0;
+
+	*n = xcalloc(p->nr_stacks + 1, sizeof(**n));
+	*ns = xcalloc(p->nr_stacks + 1, sizeof(**ns));
+	for (size_t i = 0; i < p->nr_samples; i++) {
+		if (keep && !keep[i])
+			continue;
+		(*n)[p->samples[i].stack]++;
+		(*ns)[p->samples[i].stack] += p->samples[i].weight_ns;
+		kept++;
+		weight += p->samples[i].weight_ns;
+	}
+	if (total_ns)
+		*total_ns = weight;
+	return kept;
+}
+
+struct report_func_stat *report_func_stats(const struct profile *p, const bool *keep_sample,
+					   size_t *nr, uint64_t *total, uint64_t *total_ns)
+{
+	uint64_t *node_n, *node_ns;
+	struct report_func_stat *all = xcalloc(p->nr_funcs + 1, sizeof(*all));
+	uint32_t *stamp = xcalloc(p->nr_funcs + 1, sizeof(*stamp));
+	struct report_func_stat *out;
+	size_t n = 0;
+
+	*total = report_stack_counts(p, keep_sample, &node_n, &node_ns, total_ns);
+	for (size_t s = 0; s < p->nr_stacks; s++) {
+		uint32_t leaf = p->locs[p->stacks[s].loc].func;
+
+		if (!node_n[s])
+			continue;
+		all[leaf].self += node_n[s];
+		all[leaf].self_ns += node_ns[s];
+		/* a recursive function is on the stack several times but counts once */
+		for (uint32_t a = s; a != PROFILE_NONE; a = p->stacks[a].parent) {
+			uint32_t f = p->locs[p->stacks[a].loc].func;
+
+			if (stamp[f] == s + 1)
+				continue;
+			stamp[f] = s + 1;
+			all[f].cum += node_n[s];
+			all[f].cum_ns += node_ns[s];
+		}
+	}
+	for (size_t f = 0; f < p->nr_funcs; f++) {
+		if (all[f].cum) {
+			all[f].func = f;
+			all[n++] = all[f];
+		}
+	}
+	out = xrealloc(all, st_mult(n + 1, sizeof(*out)));
+	free(node_n);
+	free(node_ns);
+	free(stamp);
+	*nr = n;
+	return out;
+}
+
+bool report_stack_complete(const struct profile *p, uint32_t stack)
+{
+	while (p->stacks[stack].parent != PROFILE_NONE)
+		stack = p->stacks[stack].parent;
+	return profile_func_is_root(p->funcs[p->locs[p->stacks[stack].loc].func].name);
+}
+
+/* ---- sort orders ---- */
+
+static const struct {
+	const char *name;
+	enum report_sort key;
+} sort_names[] = {
+	{ "cumtime", REPORT_SORT_CUMTIME },
+	{ "cumulative", REPORT_SORT_CUMTIME },
+	{ "tottime", REPORT_SORT_TOTTIME },
+	{ "time", REPORT_SORT_TOTTIME },
+	{ "nsamples", REPORT_SORT_NSAMPLES },
+	{ "ncalls", REPORT_SORT_NSAMPLES },
+	{ "calls", REPORT_SORT_NSAMPLES },
+	{ "name", REPORT_SORT_NAME },
+	{ "filename", REPORT_SORT_FILENAME },
+	{ "nfl", REPORT_SORT_NFL },
+};
+
+int report_sort_parse(const char *s, enum report_sort *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(sort_names); i++) {
+		if (!strcmp(s, sort_names[i].name)) {
+			*out = sort_names[i].key;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+struct sort_ctx {
+	const struct profile *p;
+	enum report_sort key;
+};
+
+static int cmp_u64_desc(uint64_t a, uint64_t b)
+{
+	return a > b ? -1 : a < b;
+}
+
+static int cmp_str(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "");
+}
+
+static const char *file_or_module(const struct profile_func *f)
+{
+	return f->file ? f->file : f->module;
+}
+
+static int stat_cmp(const void *a, const void *b, void *arg)
+{
+	const struct sort_ctx *c = arg;
+	const struct report_func_stat *x = a, *y = b;
+	const struct profile_func *fx = &c->p->funcs[x->func], *fy = &c->p->funcs[y->func];
+	int r = 0;
+
+	switch (c->key) {
+	case REPORT_SORT_CUMTIME:
+		if (!(r = cmp_u64_desc(x->cum_ns, y->cum_ns)))
+			r = cmp_u64_desc(x->self_ns, y->self_ns);
+		break;
+	case REPORT_SORT_TOTTIME:
+		if (!(r = cmp_u64_desc(x->self_ns, y->self_ns)))
+			r = cmp_u64_desc(x->cum_ns, y->cum_ns);
+		break;
+	case REPORT_SORT_NSAMPLES:
+		if (!(r = cmp_u64_desc(x->self, y->self)))
+			r = cmp_u64_desc(x->cum, y->cum);
+		break;
+	case REPORT_SORT_NAME:
+		r = cmp_str(fx->name, fy->name);
+		break;
+	case REPORT_SORT_FILENAME:
+		if (!(r = cmp_str(file_or_module(fx), file_or_module(fy))))
+			r = fx->line < fy->line ? -1 : fx->line > fy->line;
+		break;
+	case REPORT_SORT_NFL:
+		if (!(r = cmp_str(fx->name, fy->name)) &&
+		    !(r = cmp_str(file_or_module(fx), file_or_module(fy))))
+			r = fx->line < fy->line ? -1 : fx->line > fy->line;
+		break;
+	}
+	if (r)
+		return r;
+	/* a total order, so that equal keys still print the same way every time */
+	if ((r = cmp_u64_desc(x->cum_ns, y->cum_ns)) || (r = cmp_str(fx->name, fy->name)) ||
+	    (r = cmp_str(file_or_module(fx), file_or_module(fy))))
+		return r;
+	return x->func < y->func ? -1 : x->func > y->func;
+}
+
+void report_sort_stats(const struct profile *p, struct report_func_stat *st, size_t nr,
+		       enum report_sort key)
+{
+	struct sort_ctx c = { p, key };
+
+	QSORT_R(st, nr, stat_cmp, &c);
+}
+
+/* ---- labels, names, folded stacks ---- */
+
+void report_func_label(const struct profile_func *f, char *buf, size_t n)
+{
+	if (f->file)
+		snprintf(buf, n, "%s:%" PRIu32 "(%s)", f->file, f->line, f->name);
+	else if (f->name[0] == '[' || !strncmp(f->name, f->module, strlen(f->module)))
+		snprintf(buf, n, "%s", f->name);  /* [unknown], module+0xOFF */
+	else
+		snprintf(buf, n, "%s(%s)", f->module, f->name);
+}
+
+bool report_any_match(const struct profile *p, const bool *keep, const char *match)
+{
+	bool *sampled = xcalloc(p->nr_funcs + 1, 1), found = false;
+	regex_t re;
+
+	if (regcomp(&re, match, REG_EXTENDED | REG_NOSUB)) {
+		free(sampled);
+		return false;
+	}
+	/* a function counts when some kept sample has it on the stack */
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (keep[i])
+			for (uint32_t a = p->samples[i].stack; a != PROFILE_NONE; a = p->stacks[a].parent)
+				sampled[p->locs[p->stacks[a].loc].func] = true;
+	for (size_t f = 0; f < p->nr_funcs && !found; f++)
+		found = sampled[f] && !regexec(&re, p->funcs[f].name, 0, NULL, 0);
+	regfree(&re);
+	free(sampled);
+	return found;
+}
+
+/* Writes a frame name with the separators of the folded format made harmless. */
+static void put_frame(FILE *out, const char *name)
+{
+	for (const char *c = name; *c; c++)
+		fputc(*c == ';' ? ':' : (*c == '\n' || *c == '\r') ? ' ' : *c, out);
+}
+
+static void put_stack(FILE *out, const struct profile *p, uint32_t s, uint32_t *scratch)
+{
+	size_t n = 0;
+
+	for (uint32_t a = s; a != PROFILE_NONE; a = p->stacks[a].parent)
+		scratch[n++] = a;
+	while (n--) {
+		put_frame(out, p->funcs[p->locs[p->stacks[scratch[n]].loc].func].name);
+		if (n)
+			fputc(';', out);
+	}
+}
+
+static int folded_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct report_folded *)a)->text, ((const struct report_folded *)b)->text);
+}
+
+/* Stacks that differ only in line numbers have the same frame names and become one line. */
+struct report_folded *report_folded_lines(const struct profile *p, const bool *keep,
+					  const char *prefix, size_t *nr_out)
+{
+	uint64_t *count, *weight;
+	struct report_folded *lines = NULL;
+	size_t nr = 0, alloc = 0, out = 0;
+	uint32_t *scratch;
+	uint32_t maxdepth = 1;
+
+	report_stack_counts(p, keep, &count, &weight, NULL);
+	for (size_t s = 0; s < p->nr_stacks; s++)
+		if (p->stacks[s].depth > maxdepth)
+			maxdepth = p->stacks[s].depth;
+	scratch = xmalloc(st_mult(maxdepth + 1, sizeof(*scratch)));
+	for (size_t s = 0; s < p->nr_stacks; s++) {
+		size_t len;
+		FILE *m;
+
+		if (!count[s])
+			continue;
+		ALLOC_GROW(lines, nr + 1, alloc);
+		m = open_memstream(&lines[nr].text, &len);
+		if (!m)
+			xmalloc(SIZE_MAX); /* reports out of memory */
+		if (prefix) {
+			put_frame(m, prefix);
+			fputc(';', m);
+		}
+		put_stack(m, p, s, scratch);
+		fclose(m);
+		lines[nr].count = count[s];
+		lines[nr++].weight_ns = weight[s];
+	}
+	QSORT(lines, nr, folded_cmp);
+	for (size_t i = 0; i < nr; i++) {
+		struct report_folded l = lines[i];
+
+		while (i + 1 < nr && !strcmp(l.text, lines[i + 1].text)) {
+			free(lines[++i].text);
+			l.count += lines[i].count;
+			l.weight_ns += lines[i].weight_ns;
+		}
+		lines[out++] = l;
+	}
+	free(scratch);
+	free(count);
+	free(weight);
+	*nr_out = out;
+	return lines;
+}
+
+void report_folded_free(struct report_folded *lines, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		free(lines[i].text);
+	free(lines);
+}

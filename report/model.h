@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The function model every writer reads: which samples a report keeps,
+ * their counts per stack and per function, how a function is labelled,
+ * the call tree merged by function and the folded stacks. Nothing here
+ * writes a report; the writers (internal.h) and the dispatcher (report.c)
+ * build on it, never the other way round.
+ */
+#ifndef PROFTOOL_REPORT_MODEL_H
+#define PROFTOOL_REPORT_MODEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "base/base.h"
+#include "report.h"
+
+/* ---- model.c: samples, functions, labels ---- */
+
+/*
+ * Marks the samples F keeps: an array of p->nr_samples entries, owned by
+ * the caller. ONLY_THREAD or ONLY_PROCESS restricts them further to one
+ * thread or process (PROFILE_NONE: any). *KEPT receives how many.
+ */
+bool *report_select_samples(const struct profile *p, const struct report_filter *f,
+			    uint32_t only_thread, uint32_t only_process, uint64_t *kept);
+
+/*
+ * Samples and their summed weight per stack node, over the samples KEEP
+ * accepts (all when KEEP is NULL): arrays of p->nr_stacks entries, owned
+ * by the caller. Returns the number of samples kept; *TOTAL_NS (when not
+ * NULL) their weight.
+ */
+uint64_t report_stack_counts(const struct profile *p, const bool *keep, uint64_t **n,
+			     uint64_t **ns, uint64_t *total_ns);
+
+/* "file:line(function)", "module(function)" or the bare name, as the table shows a function. */
+void report_func_label(const struct profile_func *f, char *buf, size_t n);
+
+/* Whether a function of the samples KEEP accepts has a name matching the POSIX ERE MATCH. */
+bool report_any_match(const struct profile *p, const bool *keep, const char *match);
+
+/*
+ * The kept samples grouped by thread, threads in index order, each in time
+ * order: thread t's samples are order[start[t]] up to order[start[t + 1]].
+ * Returns order; *START_OUT gets start (p->nr_threads + 1 entries). Both
+ * are the caller's to free.
+ */
+size_t *report_samples_by_thread(const struct profile *p, const bool *keep, size_t **start_out);
+
+/*
+ * Folded stacks of the samples KEEP accepts: "root;...;leaf" by function
+ * name (';' in names made ':'), one entry per distinct text, sorted by
+ * text. PREFIX, when not NULL, is put before the root as a frame of its
+ * own. Returns the array (*NR entries), owned by the caller: free each
+ * text, then the array (report_folded_free).
+ */
+struct report_folded {
+	char *text;
+	uint64_t count;         /* samples */
+	uint64_t weight_ns;     /* their summed weight */
+};
+struct report_folded *report_folded_lines(const struct profile *p, const bool *keep,
+					  const char *prefix, size_t *nr);
+void report_folded_free(struct report_folded *lines, size_t nr);
+
+/* ---- summary.c: the figures of the header ---- */
+
+/* Why some stacks ended before a thread's entry, and how many. */
+struct report_stop {
+	const char *reason;     /* as the profile names it ("no CFI"), or REPORT_STOP_CUT */
+	const char *module;     /* NULL when the reason names none, or when not known */
+	uint64_t count;         /* samples */
+};
+
+/* A [truncated] root, when the profile cannot say which of the two cut it. */
+#define REPORT_STOP_CUT "stack copy too small or too many frames"
+/* How report_summary's not_entry and unexplained read, in the header and the JSON report. */
+#define REPORT_STOP_NOT_ENTRY "at a frame that is not a thread's entry"
+#define REPORT_STOP_UNEXPLAINED "for reasons known only for the whole recording"
+
+/*
+ * The samples a report keeps, next to the whole profile's. Unfiltered the
+ * two agree and the stop reasons are the profile's own. Filtered, each
+ * figure is the kept samples': the span is the part of a --time-range
+ * window the recording covers (a time window alone), or from the first
+ * kept sample to the last. The profile counts stop reasons over all its
+ * samples, not per stack, so for a subset only what the stacks show is
+ * exact: stops_exact is false when some kept samples' reasons are told
+ * apart only by the profile's meta.stops, for the whole recording.
+ */
+struct report_summary {
+	bool filtered;                  /* some sample left out */
+	uint64_t samples, samples_total;
+	uint64_t weight_ns;             /* the kept samples' summed weight */
+	uint64_t duration_ns;           /* what the kept samples span; the recording's unfiltered */
+	size_t procs, procs_total;      /* with a kept sample; with any sample */
+	size_t threads, threads_total;
+	uint64_t states[PROFILE_STATE_NR]; /* kept samples by enum profile_state */
+	uint64_t complete, complete_total; /* stacks unwound to a thread's entry */
+	struct report_stop *stops;      /* kept stacks that stopped early, for a known reason */
+	size_t nr_stops;
+	uint64_t not_entry;             /* ... at a frame that is not a thread's entry, no reason given */
+	uint64_t unexplained;           /* ... for a reason given only for the whole recording */
+	bool stops_exact;               /* no REPORT_STOP_CUT in stops, and unexplained is 0 */
+};
+
+/* Fills S for the samples KEEP accepts, F being the filter that chose them. */
+void report_summarize(struct report_summary *s, const struct profile *p,
+		      const struct report_filter *f, const bool *keep);
+void report_summary_release(struct report_summary *s);
+
+/* ---- calltree.c: the call tree by function ---- */
+
+/* A node is one function reached by one path of functions from a root. */
+struct report_tnode {
+	uint32_t parent;        /* PROFILE_NONE for a root */
+	uint32_t func;
+	uint64_t self, cum;     /* samples */
+	uint64_t self_ns, cum_ns;
+};
+
+struct report_tree {
+	struct report_tnode *nodes;
+	size_t nr, alloc;
+	struct idx index;       /* (parent, func) -> node */
+	uint32_t **kids;        /* per node: its sampled children, largest total first */
+	uint32_t *nr_kids;
+	uint32_t *roots;        /* sampled roots, largest first */
+	size_t nr_roots, alloc_roots;
+	uint64_t total, total_ns; /* samples kept, and their weight */
+};
+
+/*
+ * Builds the tree of the samples KEEP accepts (all when NULL). STACK_NODE,
+ * when not NULL, receives the tree node of every stack node (an array of
+ * p->nr_stacks, owned by the caller).
+ */
+void report_tree_build(struct report_tree *t, const struct profile *p, const bool *keep,
+		       uint32_t **stack_node);
+void report_tree_release(struct report_tree *t);
+
+#endif

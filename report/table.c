@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+/* The cProfile-style table (--format table) and folded stacks (--format folded). */
+#include "internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "model.h"
+#include "report.h"
+
+void report_write_table(FILE *out, const struct profile *p, const struct report_opts *o,
+			const bool *keep)
+{
+	size_t nr;
+	uint64_t total, total_ns;
+	struct report_func_stat *st = report_func_stats(p, keep, &nr, &total, &total_ns);
+	size_t rows = o->limit && o->limit < nr ? o->limit : nr;
+	char label[4096], ns[48];
+
+	report_sort_stats(p, st, nr, o->sort);
+	fprintf(out, "\n%15s %9s %6s %9s %6s  %s\n", "nsamples", "tottime", "tot%", "cumtime", "cum%",
+		"filename:lineno(function)");
+	for (size_t i = 0; i < rows; i++) {
+		const struct report_func_stat *s = &st[i];
+
+		report_func_label(&p->funcs[s->func], label, sizeof(label));
+		snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, s->self, s->cum);
+		fprintf(out, "%15s %9.3f %5.1f%% %9.3f %5.1f%%  %s\n", ns, s->self_ns / 1e9,
+			total ? 100.0 * s->self / total : 0.0, s->cum_ns / 1e9,
+			total ? 100.0 * s->cum / total : 0.0, label);
+	}
+	if (rows < nr)
+		fprintf(out, "... %zu more function%s (--limit 0 shows all)\n", nr - rows,
+			nr - rows == 1 ? "" : "s");
+	free(st);
+}
+
+/* ---- folded ---- */
+
+void report_write_folded(FILE *out, const struct profile *p, const char *prefix, const bool *keep)
+{
+	size_t nr;
+	struct report_folded *lines = report_folded_lines(p, keep, prefix, &nr);
+
+	for (size_t i = 0; i < nr; i++)
+		fprintf(out, "%s %" PRIu64 "\n", lines[i].text, lines[i].count);
+	report_folded_free(lines, nr);
+}
