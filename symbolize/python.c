@@ -11,7 +11,8 @@
 
 #define MAX_INTERPS 256         /* interpreters walked per lookup */
 #define MAX_THREADS 16384       /* thread states walked per lookup, all interpreters */
-#define HDR_MAX 1024            /* bytes of a thread state, frame or code object read at once */
+#define PAGE_SIZE_ 4096ull      /* of the cache, not necessarily the kernel's (a divisor of it) */
+#define PAGE_SLOTS 64           /* pages cached per stack read; three quarters are used at most */
 #define SEEN_SLOTS 8192         /* > 2 * PY_MAX_DEPTH: the open-addressing set stays half empty */
 
 struct thread_entry {
@@ -23,7 +24,6 @@ struct py_proc {
 	struct py_target t;
 	uint32_t version;
 	uint64_t runtime;
-	size_t hdr_tstate, hdr_frame;
 	struct py_codes *codes;
 	struct thread_entry *threads;
 	size_t threads_nr, threads_alloc;
@@ -32,6 +32,17 @@ struct py_proc {
 	uint64_t seen[SEEN_SLOTS];
 	uint32_t seen_gen[SEEN_SLOTS];
 	uint32_t gen;
+	/*
+	 * Pages of the target read during the current stack read: the
+	 * frames of a stack share a few pages, and one read of a page costs
+	 * about what one read of 80 bytes does. Slots whose gen differs from
+	 * page_gen are empty.
+	 */
+	uint64_t page_addr[PAGE_SLOTS];
+	uint32_t page_gen[PAGE_SLOTS];
+	uint32_t page_gen_now;
+	size_t pages_used;
+	uint8_t (*page_data)[PAGE_SIZE_];
 	uint64_t counts[PY_STACK_NR];
 };
 
@@ -69,9 +80,107 @@ bool py_target_read(const struct py_target *t, uint64_t addr, void *buf, size_t 
 	return addr && addr < PY_USER_END && addr + len >= addr && t->read(t->read_arg, &r, 1) == 1;
 }
 
-static bool rd(const struct py_proc *p, uint64_t addr, void *buf, size_t len)
+/* ---- reading through the page cache ---- */
+
+static void pages_reset(struct py_proc *p)
 {
-	return py_target_read(&p->t, addr, buf, len);
+	if (++p->page_gen_now == 0) {
+		memset(p->page_gen, 0, sizeof(p->page_gen));
+		p->page_gen_now = 1;
+	}
+	p->pages_used = 0;
+}
+
+/* The slot holding page PG (*HIT), or the empty slot where it would go; PAGE_SLOTS when full. */
+static size_t page_slot(const struct py_proc *p, uint64_t pg, bool *hit)
+{
+	size_t i = hash_u64(pg) & (PAGE_SLOTS - 1);
+
+	for (size_t k = 0; k < PAGE_SLOTS; k++, i = (i + 1) & (PAGE_SLOTS - 1)) {
+		*hit = p->page_gen[i] == p->page_gen_now;
+		if (!*hit || p->page_addr[i] == pg)
+			return i;
+	}
+	*hit = false;
+	return PAGE_SLOTS;
+}
+
+static bool range_ok(const struct py_read *r)
+{
+	return r->addr && r->addr < PY_USER_END && r->addr + r->len >= r->addr;
+}
+
+/* Copies range R out of cached pages; false when one of them is not cached. */
+static bool copy_cached(const struct py_proc *p, const struct py_read *r)
+{
+	uint64_t a = r->addr, end = r->addr + r->len;
+
+	while (a < end) {
+		uint64_t pg = a & ~(PAGE_SIZE_ - 1), chunk = pg + PAGE_SIZE_ - a;
+		bool hit;
+		size_t slot = page_slot(p, pg, &hit);
+
+		if (!hit)
+			return false;
+		if (chunk > end - a)
+			chunk = end - a;
+		memcpy((uint8_t *)r->buf + (a - r->addr), p->page_data[slot] + (a - pg), chunk);
+		a += chunk;
+	}
+	return true;
+}
+
+/*
+ * Reads N (at most 2) ranges as a py_read_fn does, through the page cache:
+ * the pages missing are fetched in one call of the reader. Ranges the
+ * cache has no room for are read directly.
+ */
+static int paged_read(struct py_proc *p, const struct py_read *r, size_t n)
+{
+	struct py_read fetch[4];
+	size_t slots[4], nf = 0;
+	int got = 0;
+
+	for (size_t i = 0; i < n && i < 2; i++) {
+		if (!r[i].len || !range_ok(&r[i]) || r[i].len > PAGE_SIZE_)
+			continue;
+		for (uint64_t pg = r[i].addr & ~(PAGE_SIZE_ - 1); pg < r[i].addr + r[i].len; pg += PAGE_SIZE_) {
+			bool hit, dup = false;
+			size_t slot = page_slot(p, pg, &hit);
+
+			for (size_t k = 0; k < nf; k++)
+				dup |= fetch[k].addr == pg;
+			if (hit || dup || slot == PAGE_SLOTS || p->pages_used + nf >= PAGE_SLOTS * 3 / 4)
+				continue;
+			/* claimed now, so that the next page of this call probes past it */
+			p->page_gen[slot] = p->page_gen_now;
+			p->page_addr[slot] = pg;
+			slots[nf] = slot;
+			fetch[nf++] = (struct py_read){ pg, p->page_data[slot], PAGE_SIZE_ };
+		}
+	}
+	if (nf)
+		got = p->t.read(p->t.read_arg, fetch, nf);
+	for (size_t k = 0; k < nf; k++) {
+		if ((int)k < got)
+			p->pages_used++;
+		else
+			p->page_gen[slots[k]] = p->page_gen_now - 1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (!range_ok(&r[i]))
+			return (int)i;
+		if (!copy_cached(p, &r[i]) && !py_target_read(&p->t, r[i].addr, r[i].buf, r[i].len))
+			return (int)i;
+	}
+	return (int)n;
+}
+
+static bool rd(struct py_proc *p, uint64_t addr, void *buf, size_t len)
+{
+	struct py_read r = { addr, buf, len };
+
+	return paged_read(p, &r, 1) == 1;
 }
 
 static uint64_t u64_at(const uint8_t *b, uint32_t off)
@@ -80,126 +189,6 @@ static uint64_t u64_at(const uint8_t *b, uint32_t off)
 
 	memcpy(&v, b + off, sizeof(v));
 	return v;
-}
-
-/* ---- the layout ---- */
-
-/*
- * Where 3.13's _Py_DebugOffsets (Include/internal/pycore_runtime.h of
- * 3.13.0) keeps the offsets we use, in bytes from its start; each is a
- * uint64_t. The struct changes between minor versions (3.14 inserts
- * fields), so a new version needs its own list; the values it holds come
- * from the running interpreter.
- */
-enum {
-	DBG313_VERSION = 8, DBG313_FREE_THREADED = 16,
-	DBG313_RUNTIME_INTERP_HEAD = 40,
-	DBG313_INTERP_NEXT = 64, DBG313_INTERP_THREADS_HEAD = 72,
-	DBG313_TSTATE_NEXT = 168, DBG313_TSTATE_CURRENT_FRAME = 184, DBG313_TSTATE_NATIVE_TID = 200,
-	DBG313_FRAME_PREVIOUS = 232, DBG313_FRAME_EXECUTABLE = 240, DBG313_FRAME_INSTR = 248,
-	DBG313_FRAME_LOCALSPLUS = 256, DBG313_FRAME_OWNER = 264,
-	DBG313_CODE_FILENAME = 280, DBG313_CODE_QUALNAME = 296, DBG313_CODE_LINETABLE = 304,
-	DBG313_CODE_FIRSTLINENO = 312, DBG313_CODE_ADAPTIVE = 344,
-	DBG313_OB_TYPE = 360,
-	DBG313_BYTES_SIZE = 520, DBG313_BYTES_SVAL = 528,
-	DBG313_STR_STATE = 544, DBG313_STR_LENGTH = 552, DBG313_STR_ASCII_SIZE = 560,
-	DBG313_SIZE = 584,
-};
-
-static int layout_from_debug_offsets(struct py_proc *p, char *err, size_t errlen)
-{
-	uint8_t d[DBG313_SIZE];
-	uint64_t version, vals[24];
-	static const uint16_t pos[24] = {
-		DBG313_RUNTIME_INTERP_HEAD, DBG313_INTERP_NEXT, DBG313_INTERP_THREADS_HEAD,
-		DBG313_TSTATE_NEXT, DBG313_TSTATE_CURRENT_FRAME, DBG313_TSTATE_NATIVE_TID,
-		DBG313_FRAME_PREVIOUS, DBG313_FRAME_EXECUTABLE, DBG313_FRAME_INSTR,
-		DBG313_FRAME_LOCALSPLUS, DBG313_FRAME_OWNER, DBG313_CODE_FILENAME,
-		DBG313_CODE_QUALNAME, DBG313_CODE_LINETABLE, DBG313_CODE_FIRSTLINENO,
-		DBG313_CODE_ADAPTIVE, DBG313_OB_TYPE, DBG313_BYTES_SIZE, DBG313_BYTES_SVAL,
-		DBG313_STR_STATE, DBG313_STR_LENGTH, DBG313_STR_ASCII_SIZE,
-		DBG313_STR_ASCII_SIZE, DBG313_STR_ASCII_SIZE,
-	};
-
-	if (!rd(p, p->runtime, d, sizeof(d))) {
-		errbuf_set(err, errlen, "cannot read _PyRuntime at 0x%llx", (unsigned long long)p->runtime);
-		return -EFAULT;
-	}
-	if (memcmp(d, "xdebugpy", 8)) {
-		errbuf_set(err, errlen, "_PyRuntime does not start with _Py_DebugOffsets");
-		return -EPROTO;
-	}
-	version = u64_at(d, DBG313_VERSION);
-	if ((version & 0xffff0000) != (p->version & 0xffff0000)) {
-		errbuf_set(err, errlen, "_Py_DebugOffsets says version 0x%llx, the file 0x%x",
-			   (unsigned long long)version, p->version);
-		return -EPROTO;
-	}
-	if ((version & 0xffff0000) != 0x030d0000) {
-		errbuf_set(err, errlen, "Python %u.%u is not supported (the layout of its _Py_DebugOffsets is not known)",
-			   (unsigned)(version >> 24 & 0xff), (unsigned)(version >> 16 & 0xff));
-		return -ENOTSUP;
-	}
-	if (u64_at(d, DBG313_FREE_THREADED)) {
-		errbuf_set(err, errlen, "free-threaded Python builds are not supported");
-		return -ENOTSUP;
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(vals); i++) {
-		vals[i] = u64_at(d, pos[i]);
-		if (vals[i] > 0xffff) {
-			errbuf_set(err, errlen, "_Py_DebugOffsets holds an implausible offset");
-			return -EPROTO;
-		}
-	}
-	if (vals[16] != 8) {
-		errbuf_set(err, errlen, "_Py_DebugOffsets puts ob_type at %llu", (unsigned long long)vals[16]);
-		return -EPROTO;
-	}
-	p->t.l = (struct py_layout){
-		.version = (uint32_t)version & 0xffff0000,
-		.runtime_interp_head = (uint32_t)vals[0], .interp_next = (uint32_t)vals[1],
-		.interp_threads_head = (uint32_t)vals[2], .tstate_next = (uint32_t)vals[3],
-		.tstate_cframe = PY_OFF_NONE, .cframe_current_frame = (uint32_t)vals[4],
-		.tstate_native_tid = (uint32_t)vals[5], .frame_previous = (uint32_t)vals[6],
-		.frame_code = (uint32_t)vals[7], .frame_instr = (uint32_t)vals[8],
-		.frame_size = (uint32_t)vals[9], .frame_owner = (uint32_t)vals[10],
-		.frame_is_entry = PY_OFF_NONE, .owned_by_cstack = 3, /* FRAME_OWNED_BY_CSTACK in 3.13 */
-		.code_filename = (uint32_t)vals[11], .code_qualname = (uint32_t)vals[12],
-		.code_linetable = (uint32_t)vals[13], .code_firstlineno = (uint32_t)vals[14],
-		.code_adaptive = (uint32_t)vals[15], .bytes_size = (uint32_t)vals[17],
-		.bytes_sval = (uint32_t)vals[18], .str_state = (uint32_t)vals[19],
-		.str_length = (uint32_t)vals[20], .str_ascii_size = (uint32_t)vals[21],
-		/* PyCompactUnicodeObject is PyASCIIObject + utf8_length + utf8 since 3.12 */
-		.str_utf8_length = (uint32_t)vals[21], .str_utf8 = (uint32_t)vals[21] + 8,
-		.str_compact_size = (uint32_t)vals[21] + 16,
-	};
-	p->version = (uint32_t)version;
-	return 0;
-}
-
-static size_t span(size_t cur, uint32_t off, size_t width)
-{
-	return off == PY_OFF_NONE || off + width <= cur ? cur : off + width;
-}
-
-/* Sizes of the headers read, all within HDR_MAX: a hostile layout cannot make reads large. */
-static int layout_check(struct py_proc *p)
-{
-	const struct py_layout *l = &p->t.l;
-
-	p->hdr_tstate = span(span(span(0, l->tstate_next, 8), l->tstate_native_tid, 8),
-			     l->tstate_cframe == PY_OFF_NONE ? l->cframe_current_frame : l->tstate_cframe, 8);
-	p->hdr_frame = span(span(span(span(span(0, l->frame_code, 8), l->frame_previous, 8),
-				       l->frame_instr, 8), l->frame_owner, 1), l->frame_is_entry, 1);
-	p->t.hdr_code = span(span(span(span(16, l->code_filename, 8), l->code_qualname, 8),
-				l->code_linetable, 8), l->code_firstlineno, 4);
-	if (p->hdr_tstate > HDR_MAX || p->hdr_frame > HDR_MAX || p->t.hdr_code > HDR_MAX ||
-	    l->cframe_current_frame > HDR_MAX || l->str_compact_size > PY_STR_HDR_MAX ||
-	    l->str_ascii_size < l->str_state + 4 || l->str_ascii_size < l->str_length + 8 ||
-	    l->str_compact_size < l->str_utf8 + 8 || l->str_compact_size < l->str_utf8_length + 8 ||
-	    l->bytes_sval < l->bytes_size + 8 || l->bytes_sval > PY_STR_HDR_MAX)
-		return -EPROTO;
-	return 0;
 }
 
 void py_proc_opts_from_probe(struct py_proc_opts *o, const struct py_probe *pr, uint64_t bias)
@@ -213,16 +202,9 @@ void py_proc_opts_from_probe(struct py_proc_opts *o, const struct py_probe *pr, 
 
 struct py_proc *py_proc_new(const struct py_proc_opts *o, char *err, size_t errlen)
 {
-	unsigned major = o->version >> 24 & 0xff, minor = o->version >> 16 & 0xff;
-	struct py_proc *p;
-	int ret = -ENOTSUP;
+	struct py_proc *p = xcalloc(1, sizeof(*p));
+	int ret;
 
-	if (major != 3 || minor < 11) {
-		errbuf_set(err, errlen, "Python %u.%u is not supported (3.11 to 3.13 are)", major, minor);
-		errno = ENOTSUP;
-		return NULL;
-	}
-	p = xcalloc(1, sizeof(*p));
 	p->version = o->version;
 	p->runtime = o->runtime;
 	p->t.code_type = o->code_type;
@@ -230,26 +212,14 @@ struct py_proc *py_proc_new(const struct py_proc_opts *o, char *err, size_t errl
 	p->t.bytes_type = o->bytes_type;
 	p->t.read = o->read ? o->read : py_read_process;
 	p->t.read_arg = o->read ? o->read_arg : (void *)(intptr_t)o->pid;
-	p->codes = py_codes_new();
-	if (minor >= 13) {
-		ret = layout_from_debug_offsets(p, err, errlen);
-	} else {
-		for (size_t i = 0; i < py_layouts_nr; i++) {
-			if (py_layouts[i].version == (o->version & 0xffff0000)) {
-				p->t.l = py_layouts[i];
-				ret = 0;
-			}
-		}
-		if (ret)
-			errbuf_set(err, errlen, "Python %u.%u has no built-in layout", major, minor);
-	}
-	if (!ret && (ret = layout_check(p)))
-		errbuf_set(err, errlen, "the layout of Python %u.%u is out of bounds", major, minor);
+	ret = py_layout_init(&p->t, o->runtime, &p->version, err, errlen);
 	if (ret) {
 		py_proc_free(p);
 		errno = -ret;
 		return NULL;
 	}
+	p->codes = py_codes_new();
+	p->page_data = xmalloc(st_mult(PAGE_SLOTS, PAGE_SIZE_));
 	return p;
 }
 
@@ -258,6 +228,7 @@ void py_proc_free(struct py_proc *p)
 	if (!p)
 		return;
 	py_codes_free(p->codes);
+	free(p->page_data);
 	free(p->threads);
 	idx_release(&p->thread_idx);
 	free(p);
@@ -328,7 +299,7 @@ static void thread_remember(struct py_proc *p, int32_t tid, uint64_t tstate)
 
 static bool tstate_is(struct py_proc *p, uint64_t ts, int32_t tid, uint8_t *hdr)
 {
-	return rd(p, ts, hdr, p->hdr_tstate) && u64_at(hdr, p->t.l.tstate_native_tid) == (uint64_t)(uint32_t)tid;
+	return rd(p, ts, hdr, p->t.hdr_tstate) && u64_at(hdr, p->t.l.tstate_native_tid) == (uint64_t)(uint32_t)tid;
 }
 
 /* Finds the thread state of TID, its header into HDR; the last one found is tried first. */
@@ -358,7 +329,7 @@ static enum py_status find_tstate(struct py_proc *p, int32_t tid, uint8_t *hdr, 
 		for (; ts; ts = u64_at(hdr, p->t.l.tstate_next)) {
 			if (++walked > MAX_THREADS || !py_ptr_ok(ts) || brent_loops(&bt, ts))
 				return PY_STACK_TORN;
-			if (!rd(p, ts, hdr, p->hdr_tstate)) {
+			if (!rd(p, ts, hdr, p->t.hdr_tstate)) {
 				/* a thread state being freed: keep looking, say so if TID is not found */
 				st = PY_STACK_UNREADABLE;
 				break;
@@ -437,11 +408,11 @@ static uint32_t line_of(struct py_code *c, uint64_t off)
  * one call of the reader: one system call per frame once the code objects
  * are cached.
  */
-static size_t walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[HDR_MAX], struct py_frame *out,
+static size_t walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], struct py_frame *out,
 		   size_t max, enum py_status *status)
 {
 	const struct py_layout *l = &p->t.l;
-	uint8_t code_hdr[HDR_MAX];
+	uint8_t code_hdr[PY_HDR_MAX];
 	uint8_t max_owner = l->owned_by_cstack != PY_OWNER_NONE ? (uint8_t)l->owned_by_cstack : 2;
 	size_t n = 0, run = 0, cur = 0;
 	bool empty_above = false;
@@ -453,7 +424,7 @@ static size_t walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[HDR_MAX], s
 		uint8_t owner = f[l->frame_owner];
 		struct py_read r[2] = {
 			{ code, code_hdr, p->t.hdr_code },
-			{ prev, buf[!cur], p->hdr_frame },
+			{ prev, buf[!cur], p->t.hdr_frame },
 		};
 		size_t want = prev ? 2 : 1;
 		struct py_code *c;
@@ -476,11 +447,11 @@ static size_t walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[HDR_MAX], s
 			else
 				goto torn;      /* two shims in a row never happen */
 			run = 0;
-			got = prev && p->t.read(p->t.read_arg, &r[1], 1) == 1 ? 2 : 1;
+			got = prev && paged_read(p, &r[1], 1) == 1 ? 2 : 1;
 		} else {
 			if (!py_ptr_ok(code))
 				goto torn;
-			got = p->t.read(p->t.read_arg, r, want);
+			got = paged_read(p, r, want);
 			if (got < 1) {
 				*status = PY_STACK_UNREADABLE;
 				return n;
@@ -529,7 +500,7 @@ torn:
 size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_t max,
 		     enum py_status *status)
 {
-	uint8_t ts[HDR_MAX], buf[2][HDR_MAX];
+	uint8_t ts[PY_HDR_MAX], buf[2][PY_HDR_MAX];
 	uint64_t tstate, frame = 0;
 	size_t n = 0;
 
@@ -537,13 +508,14 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 		*status = PY_STACK_UNSUPPORTED;
 		return 0;
 	}
+	pages_reset(p);
 	*status = find_tstate(p, tid, ts, &tstate);
 	if (*status == PY_STACK_COMPLETE)
 		*status = current_frame(p, ts, &frame);
 	if (*status == PY_STACK_COMPLETE && frame) {
 		if (!py_ptr_ok(frame))
 			*status = PY_STACK_TORN;
-		else if (!rd(p, frame, buf[0], p->hdr_frame))
+		else if (!rd(p, frame, buf[0], p->t.hdr_frame))
 			*status = PY_STACK_UNREADABLE;
 		else
 			n = walk(p, frame, buf, out, max, status);

@@ -212,8 +212,19 @@ struct py_target {
 	uint64_t code_type, unicode_type, bytes_type;   /* 0: not checked */
 	py_read_fn *read;
 	void *read_arg;
-	size_t hdr_code;                /* bytes of a code object's header to read */
+	size_t hdr_tstate, hdr_frame, hdr_code; /* bytes of each header to read, <= PY_HDR_MAX */
 };
+
+#define PY_HDR_MAX 1024         /* bytes of a thread state, frame or code object read at once */
+
+/*
+ * Sets T's layout (and header sizes) for the interpreter of *VERSION whose
+ * _PyRuntime is at RUNTIME: a built-in table for 3.11 and 3.12, the
+ * runtime's _Py_DebugOffsets, read with T's reader, for 3.13 (*VERSION
+ * then becomes the runtime's own). Returns 0, or -ENOTSUP, -EPROTO or
+ * -EFAULT with a reason in ERR, as py_proc_new().
+ */
+int py_layout_init(struct py_target *t, uint64_t runtime, uint32_t *version, char *err, size_t errlen);
 
 /* Reads LEN bytes at ADDR whole; false when ADDR is 0, beyond user space or unreadable. */
 bool py_target_read(const struct py_target *t, uint64_t addr, void *buf, size_t len);
