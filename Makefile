@@ -75,6 +75,11 @@ $(O)/workloads-nofp/%: tests/workloads/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_NOFP) -o $@ $<
 
+# tools that use the library (the rule below builds self-contained ones)
+$(O)/tests/tools/pystack: tests/tools/pystack.c $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)
+
 $(O)/tests/tools/%: tests/tools/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_CFLAGS) -o $@ $<

@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reading CPython stacks out of another process's memory (3.11, 3.12 and
+ * 3.13, x86-64 GIL builds): finding the interpreter in an ELF file, then,
+ * per process, each thread's chain of interpreter frames with the code
+ * objects' names and lines.
+ *
+ * Nothing read from the target is trusted: every pointer is checked before
+ * it is followed, objects are type-checked against the interpreter's own
+ * type objects, walks are bounded and loops detected; a chain that fails a
+ * check ends the stack with a status saying why, never with a wrong frame.
+ * Private to symbolize/.
+ */
+#ifndef PROFTOOL_SYMBOLIZE_PYTHON_H
+#define PROFTOOL_SYMBOLIZE_PYTHON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- finding the interpreter in a file ---- */
+
+/* A symbol's link-time address and size; addr 0 when the file lacks it. */
+struct py_sym {
+	uint64_t addr, size;
+};
+
+struct py_probe {
+	/*
+	 * PY_VERSION_HEX (e.g. 0x030b02f0 for 3.11.2) read from the file's
+	 * Py_Version (3.11+). Older interpreters have no Py_Version: then
+	 * 0x03XX0000 from a file name such as libpython3.9.so.1.0 or
+	 * python3.10, with version_from_name set; 0 when neither tells.
+	 */
+	uint32_t version;
+	bool version_from_name;
+	struct py_sym runtime;          /* _PyRuntime: the interpreter's global state */
+	struct py_sym version_sym;      /* Py_Version */
+	/*
+	 * _PyEval_EvalFrameDefault: the native eval loop. In 3.11-3.13 each
+	 * C-level entry into the interpreter is one call of it (3.11 reaches it
+	 * through the inline _PyEval_EvalFrame, which leaves no frame), so the
+	 * k-th such native frame from the top runs the k-th run of Python
+	 * frames (struct py_frame, PY_FRAME_ENTRY).
+	 */
+	struct py_sym eval;
+	struct py_sym code_type, unicode_type, bytes_type;     /* PyCode_Type, ... */
+};
+
+/*
+ * Looks for a CPython interpreter in an ELF file: an executable with
+ * libpython linked in (Debian's /usr/bin/python3.11, .dynsym only) or
+ * libpython3.X.so. Takes FD when >= 0 (not closed), else opens PATH; PATH
+ * also gives the fallback version. Fills *P and returns 0; -ENOENT when
+ * the file has no _PyRuntime, -ENOEXEC when it is not ELF, or another
+ * negative errno when it cannot be read. Thread-safe.
+ */
+int py_probe_file(int fd, const char *path, struct py_probe *p);
+
+/* ---- reading a process ---- */
+
+/* One read of the target's memory: LEN bytes at ADDR into BUF. */
+struct py_read {
+	uint64_t addr;
+	void *buf;
+	size_t len;
+};
+
+/*
+ * Reads N ranges in order; returns how many of them were read whole
+ * (N on success, fewer when one failed; the rest are not attempted), or
+ * a negative errno when nothing could be tried (ESRCH: the process is gone).
+ */
+typedef int py_read_fn(void *arg, const struct py_read *r, size_t n);
+
+/* The default reader: process_vm_readv(2) on pid (intptr_t)ARG, in one call. */
+int py_read_process(void *arg, const struct py_read *r, size_t n);
+
+struct py_proc_opts {
+	int32_t pid;
+	uint32_t version;               /* PY_VERSION_HEX, as py_probe_file found it */
+	uint64_t runtime;               /* runtime address of _PyRuntime */
+	/*
+	 * Runtime addresses of PyCode_Type, PyUnicode_Type, PyBytes_Type: the
+	 * objects read are checked to be of these types. 0 skips a check
+	 * (then only plausibility checks remain); real use should set them.
+	 */
+	uint64_t code_type, unicode_type, bytes_type;
+	py_read_fn *read;               /* NULL: py_read_process on pid */
+	void *read_arg;
+};
+
+/*
+ * Fills the addresses of O from probe P and the load bias of its file
+ * (runtime address = link-time address + BIAS; sym_elf_bias() computes
+ * it from a mapping). PID and the reader are left alone.
+ */
+void py_proc_opts_from_probe(struct py_proc_opts *o, const struct py_probe *p, uint64_t bias);
+
+struct py_proc;
+
+/*
+ * A reader for one process's interpreter. Returns NULL with errno set and
+ * a one-line reason in ERR (ERRLEN bytes, may be NULL): ENOTSUP for a
+ * version without a known layout (before 3.11, after 3.13, free-threaded
+ * builds), EPROTO when the runtime fails its checks (3.13+: no
+ * _Py_DebugOffsets cookie, or offsets out of bounds), EFAULT when it
+ * cannot be read. Not thread-safe: one thread uses a py_proc at a time.
+ */
+struct py_proc *py_proc_new(const struct py_proc_opts *o, char *err, size_t errlen);
+void py_proc_free(struct py_proc *p);
+
+/* PY_VERSION_HEX of the interpreter P reads (its runtime's, for 3.13+). */
+uint32_t py_proc_version(const struct py_proc *p);
+
+/* Why a stack ended. */
+enum py_status {
+	PY_STACK_COMPLETE,      /* walked to the thread's outermost frame */
+	PY_STACK_NO_THREAD,     /* no thread state has this tid (not a Python thread, or not yet/any more) */
+	PY_STACK_TORN,          /* a loop, a misaligned pointer, a wrong type, an implausible field */
+	PY_STACK_UNREADABLE,    /* a read of the target failed */
+	PY_STACK_TOO_DEEP,      /* more than PY_MAX_DEPTH frames, or more than the caller's room */
+	PY_STACK_UNSUPPORTED,   /* no reader (py_proc_new() refused the interpreter) */
+	PY_STACK_NR,
+};
+
+/* A short lowercase name of S ("complete", "torn", ...), for counts and logs. */
+const char *py_status_name(enum py_status s);
+
+#define PY_MAX_DEPTH 4096       /* frames walked per stack, shim frames included */
+#define PY_MAX_STR 4096         /* bytes of a name, UTF-8: longer ones are taken as corrupt */
+#define PY_MAX_LINETABLE (1u << 20)
+
+/* py_frame.flags */
+enum {
+	/*
+	 * The outermost frame of a run of frames that one native
+	 * _PyEval_EvalFrameDefault call executes (3.11: is_entry; 3.12+: the
+	 * frame above a shim frame owned by the C stack). Walking from the
+	 * innermost frame, the frames up to and including the first ENTRY
+	 * belong to the innermost native eval-loop frame, the next ones up to
+	 * the second ENTRY to the next, and so on.
+	 */
+	PY_FRAME_ENTRY = 1,
+	/*
+	 * On frame 0 only: an eval loop above it runs no Python frame (3.12+:
+	 * a shim frame is the thread's current frame, for the few
+	 * instructions of entering or leaving the loop), so the innermost
+	 * native eval-loop frame has an empty run and frame 0's run belongs
+	 * to the second one.
+	 */
+	PY_FRAME_EMPTY_RUN_ABOVE = 2,
+	PY_FRAME_GENERATOR = 4, /* owned by a generator or coroutine object */
+};
+
+struct py_frame {
+	const char *qualname;   /* co_qualname, UTF-8; owned by the py_proc */
+	const char *filename;   /* co_filename, UTF-8; owned by the py_proc */
+	uint32_t firstlineno;   /* co_firstlineno */
+	uint32_t line;          /* line being run, from the location table; 0 when unknown */
+	uint32_t flags;         /* PY_FRAME_* */
+	uint64_t code;          /* address of the code object in the target: identity of the function */
+};
+
+/*
+ * Reads the Python stack of thread TID (the kernel's thread id, as samples
+ * carry it) into OUT, innermost frame first, at most MAX frames; the shim
+ * frames of 3.12+ are not included. Returns the number of frames filled
+ * and sets *STATUS. A stack that could not be walked to its end keeps the
+ * frames before the failure, each fully checked; the frame at which the
+ * walk failed is never included. Strings stay valid until py_proc_free().
+ * P may be NULL (PY_STACK_UNSUPPORTED, no frames).
+ */
+size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_t max,
+		     enum py_status *status);
+
+/* Counts of the stacks read by P, by status (index enum py_status). */
+void py_proc_counts(const struct py_proc *p, uint64_t counts[PY_STACK_NR]);
+
+/* ---- internals shared with pyoffsets.c and the unit tests ---- */
+
+#define PY_OFF_NONE UINT32_MAX
+#define PY_OWNER_NONE 0xff
+
+/*
+ * Where the reader finds each field, in bytes from the start of its
+ * struct. 3.11 and 3.12 come from pyoffsets.c (generated from their
+ * headers); 3.13+ are built from the runtime's _Py_DebugOffsets.
+ */
+struct py_layout {
+	uint32_t version;               /* 0x030b0000: the minor version */
+	uint32_t runtime_interp_head;   /* _PyRuntimeState.interpreters.head */
+	uint32_t interp_next, interp_threads_head;
+	uint32_t tstate_next, tstate_native_tid;
+	uint32_t tstate_cframe;         /* PY_OFF_NONE: current_frame is a field of the thread state */
+	uint32_t cframe_current_frame;  /* in the _PyCFrame, or in the thread state (3.13+) */
+	uint32_t frame_code, frame_previous, frame_instr, frame_owner;
+	uint32_t frame_is_entry;        /* 3.11 only, else PY_OFF_NONE */
+	uint32_t frame_size;            /* bytes before localsplus: all a reader needs */
+	uint32_t owned_by_cstack;       /* FRAME_OWNED_BY_CSTACK (3.12+), else PY_OWNER_NONE */
+	uint32_t code_filename, code_qualname, code_linetable, code_firstlineno, code_adaptive;
+	uint32_t str_length, str_state, str_ascii_size, str_utf8_length, str_utf8, str_compact_size;
+	uint32_t bytes_size, bytes_sval;
+};
+
+extern const struct py_layout py_layouts[];
+extern const size_t py_layouts_nr;
+
+/* What reading objects of one process needs: its layout, type objects and reader. */
+struct py_target {
+	struct py_layout l;
+	uint64_t code_type, unicode_type, bytes_type;   /* 0: not checked */
+	py_read_fn *read;
+	void *read_arg;
+	size_t hdr_tstate, hdr_frame, hdr_code; /* bytes of each header to read, <= PY_HDR_MAX */
+};
+
+#define PY_HDR_MAX 1024         /* bytes of a thread state, frame or code object read at once */
+
+/*
+ * Sets T's layout (and header sizes) for the interpreter of *VERSION whose
+ * _PyRuntime is at RUNTIME: a built-in table for 3.11 and 3.12, the
+ * runtime's _Py_DebugOffsets, read with T's reader, for 3.13 (*VERSION
+ * then becomes the runtime's own). Returns 0, or -ENOTSUP, -EPROTO or
+ * -EFAULT with a reason in ERR, as py_proc_new().
+ */
+int py_layout_init(struct py_target *t, uint64_t runtime, uint32_t *version, char *err, size_t errlen);
+
+/* Reads LEN bytes at ADDR whole; false when ADDR is 0, beyond user space or unreadable. */
+bool py_target_read(const struct py_target *t, uint64_t addr, void *buf, size_t len);
+
+#define PY_STR_HDR_MAX 128      /* bytes of a str or bytes object's header, at most */
+
+/* User-space addresses end below 1 << 56 (5-level paging on x86-64). */
+#define PY_USER_END (1ull << 56)
+
+/* A pointer to an object: non-NULL, 8-byte aligned, in user space. */
+static inline bool py_ptr_ok(uint64_t a)
+{
+	return a && !(a & 7) && a < PY_USER_END;
+}
+
+/* A decoded code object; strings are interned in its cache and live as long as the cache. */
+struct py_code {
+	uint64_t addr;
+	/* the fields it was decoded from: a code object freed and another allocated there differs */
+	uint64_t filename_ptr, qualname_ptr, linetable_ptr;
+	int32_t firstlineno;
+	const char *qualname, *filename;
+	uint8_t *linetable;             /* NULL when unusable: lines are then 0 */
+	size_t linetable_len;
+	int64_t last_off;               /* memo of the last lookup: loops sample the same offsets */
+	uint32_t last_line;
+};
+
+/* Code objects of one process by address, and the strings they use (pycode.c). */
+struct py_codes;
+struct py_codes *py_codes_new(void);
+void py_codes_free(struct py_codes *c);
+
+/*
+ * The code object at ADDR, whose first t->hdr_code bytes the caller has
+ * read into HDR: from the cache when HDR still matches what it was decoded
+ * from, else decoded (and cached). PY_STACK_COMPLETE with *OUT set, or why
+ * it is not a usable code object (TORN, UNREADABLE). *OUT stays valid
+ * until the next call.
+ */
+enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64_t addr,
+			   const uint8_t *hdr, struct py_code **out);
+
+/* The line of byte offset OFF into the code (memoized py_linetable_line). */
+uint32_t py_code_line(struct py_code *code, int64_t off);
+
+/*
+ * The line of byte offset OFF of the code (instruction pointer minus
+ * co_code_adaptive) in location table TAB (3.11+ format, PEP 626): the
+ * first line for a negative OFF (a frame not started yet), 0 when the
+ * table gives none for OFF or is malformed.
+ */
+uint32_t py_linetable_line(const uint8_t *tab, size_t len, int32_t firstlineno, int64_t off);
+
+#endif

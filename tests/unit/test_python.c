@@ -1,0 +1,728 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests for the CPython stack reader: a fake address space laid out
+ * like a 3.11, 3.12 or 3.13 runtime (thread states, frames, code objects,
+ * strings), read through a fake reader; the good path, then hostile memory
+ * that must end each stack cleanly with the right status and no wrong frame.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "symbolize/python.h"
+#include "unit.h"
+
+#define ARRAY_SIZE_(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- the fake address space: one heap, everything else unmapped ---- */
+
+#define HEAP 0x10000000ull
+#define HEAP_SIZE (4u << 20)
+#define UNMAPPED 0x30000000ull
+
+static uint8_t *heap;
+static size_t heap_used;
+static unsigned reads;
+
+static int fake_read(void *arg, const struct py_read *r, size_t n)
+{
+	(void)arg;
+	for (size_t i = 0; i < n; i++) {
+		reads++;
+		if (r[i].addr < HEAP || r[i].addr + r[i].len > HEAP + HEAP_SIZE || r[i].addr + r[i].len < r[i].addr)
+			return (int)i;
+		memcpy(r[i].buf, heap + (r[i].addr - HEAP), r[i].len);
+	}
+	return (int)n;
+}
+
+static uint64_t alloc(size_t len)
+{
+	uint64_t a = HEAP + heap_used;
+
+	heap_used += (len + 15) & ~(size_t)15;
+	if (heap_used > HEAP_SIZE)
+		abort();
+	return a;
+}
+
+static void put64(uint64_t addr, uint32_t off, uint64_t v)
+{
+	memcpy(heap + (addr - HEAP) + off, &v, 8);
+}
+
+static void put32(uint64_t addr, uint32_t off, uint32_t v)
+{
+	memcpy(heap + (addr - HEAP) + off, &v, 4);
+}
+
+static void put8(uint64_t addr, uint32_t off, uint8_t v)
+{
+	heap[addr - HEAP + off] = v;
+}
+
+/* ---- objects, laid out as layout L says ---- */
+
+static const struct py_layout *L;
+static uint64_t code_t, unicode_t, bytes_t;
+
+enum { KIND_ASCII = 0, KIND_LATIN1 = 1, KIND_UCS2 = 2, KIND_UCS4 = 4 };
+
+static uint32_t str_state(int kind, bool ascii)
+{
+	/* interned 0-1, kind 2-4, compact 5, ascii 6; 3.11's ready is bit 7 */
+	return (uint32_t)(ascii ? 1 : kind) << 2 | 1u << 5 | (uint32_t)ascii << 6 |
+	       (L->version == 0x030b0000 ? 1u << 7 : 0);
+}
+
+static uint64_t mk_str(const char *s)
+{
+	size_t n = strlen(s);
+	uint64_t a = alloc(L->str_ascii_size + n + 1);
+
+	put64(a, 8, unicode_t);
+	put64(a, L->str_length, n);
+	put32(a, L->str_state, str_state(0, true));
+	memcpy(heap + (a - HEAP) + L->str_ascii_size, s, n + 1);
+	return a;
+}
+
+/* A compact non-ASCII string of N characters of KIND bytes each, without its utf8 copy. */
+static uint64_t mk_wide(int kind, const void *chars, size_t n)
+{
+	uint64_t a = alloc(L->str_compact_size + (n + 1) * (size_t)kind);
+
+	put64(a, 8, unicode_t);
+	put64(a, L->str_length, n);
+	put32(a, L->str_state, str_state(kind, false));
+	put64(a, L->str_utf8, 0);
+	memcpy(heap + (a - HEAP) + L->str_compact_size, chars, n * (size_t)kind);
+	return a;
+}
+
+static uint64_t mk_bytes(const uint8_t *b, size_t n)
+{
+	uint64_t a = alloc(L->bytes_sval + n + 1);
+
+	put64(a, 8, bytes_t);
+	put64(a, L->bytes_size, n);
+	memcpy(heap + (a - HEAP) + L->bytes_sval, b, n);
+	return a;
+}
+
+/*
+ * firstlineno 10. Entries (byte offsets: line): [0,4) 10 no columns,
+ * [4,10) 11 one-line form, [10,12) 11 short form, [12,16) 16 long form,
+ * [16,18) no location, [18,20) 13 (delta -3), [20,22) 113 (a two-byte
+ * varint delta of 100).
+ */
+static const uint8_t linetable[] = {
+	0xe9, 0x00, 0xda, 0x01, 0x02, 0x80, 0x05, 0xf1, 0x0a, 0x00, 0x01, 0x02,
+	0xf8, 0xe8, 0x07, 0xe8, 0x48, 0x03,
+};
+
+static uint64_t mk_code_named(uint64_t qualname, uint64_t filename, int32_t firstlineno, uint64_t table)
+{
+	uint64_t a = alloc(L->code_adaptive + 64);
+
+	put64(a, 8, code_t);
+	put64(a, L->code_qualname, qualname);
+	put64(a, L->code_filename, filename);
+	put64(a, L->code_linetable, table);
+	put32(a, L->code_firstlineno, (uint32_t)firstlineno);
+	return a;
+}
+
+static uint64_t mk_code(const char *qualname)
+{
+	return mk_code_named(mk_str(qualname), mk_str("/src/app.py"), 10, mk_bytes(linetable, sizeof(linetable)));
+}
+
+enum { OWNER_THREAD = 0, OWNER_GENERATOR = 1, OWNER_CSTACK = 3 };
+
+/* A frame running CODE at byte OFF of its instructions. */
+static uint64_t mk_frame(uint64_t code, uint64_t prev, int64_t off, uint8_t owner, bool entry)
+{
+	uint64_t a = alloc(L->frame_size + 8);
+
+	put64(a, L->frame_code, code);
+	put64(a, L->frame_previous, prev);
+	put64(a, L->frame_instr, code + L->code_adaptive + (uint64_t)off);
+	put8(a, L->frame_owner, owner);
+	if (L->frame_is_entry != PY_OFF_NONE)
+		put8(a, L->frame_is_entry, entry);
+	return a;
+}
+
+static uint64_t mk_shim(uint64_t prev)
+{
+	return mk_frame(mk_code("<shim>"), prev, 0, OWNER_CSTACK, false);
+}
+
+static uint64_t runtime, interp;
+
+/* A thread state of TID running FRAME, pushed on the interpreter's list. */
+static uint64_t mk_tstate(int32_t tid, uint64_t frame)
+{
+	uint64_t ts = alloc(512), head;
+
+	memcpy(&head, heap + (interp - HEAP) + L->interp_threads_head, 8);
+	put64(ts, L->tstate_next, head);
+	put64(ts, L->tstate_native_tid, (uint64_t)tid);
+	if (L->tstate_cframe != PY_OFF_NONE) {
+		uint64_t cf = alloc(64);
+
+		put64(ts, L->tstate_cframe, cf);
+		put64(cf, L->cframe_current_frame, frame);
+	} else {
+		put64(ts, L->cframe_current_frame, frame);
+	}
+	put64(interp, L->interp_threads_head, ts);
+	return ts;
+}
+
+static void set_current_frame(uint64_t ts, uint64_t frame)
+{
+	if (L->tstate_cframe != PY_OFF_NONE) {
+		uint64_t cf;
+
+		memcpy(&cf, heap + (ts - HEAP) + L->tstate_cframe, 8);
+		put64(cf, L->cframe_current_frame, frame);
+	} else {
+		put64(ts, L->cframe_current_frame, frame);
+	}
+}
+
+static const struct py_layout *layout_of(uint32_t version)
+{
+	for (size_t i = 0; i < py_layouts_nr; i++)
+		if (py_layouts[i].version == version)
+			return &py_layouts[i];
+	abort();
+}
+
+/* An empty runtime of layout VERSION: the heap cleared, one interpreter, no threads. */
+static void space(uint32_t version)
+{
+	L = layout_of(version);
+	memset(heap, 0, HEAP_SIZE);
+	heap_used = 0;
+	alloc(4096);                    /* nothing lives at the very start */
+	code_t = alloc(256);
+	unicode_t = alloc(256);
+	bytes_t = alloc(256);
+	runtime = alloc(4096);
+	interp = alloc(4096);
+	put64(runtime, L->runtime_interp_head, interp);
+}
+
+static struct py_proc *open_proc(uint32_t version)
+{
+	struct py_proc_opts o = {
+		.pid = 1, .version = version, .runtime = runtime,
+		.code_type = code_t, .unicode_type = unicode_t, .bytes_type = bytes_t,
+		.read = fake_read,
+	};
+	char err[128] = "";
+	struct py_proc *p = py_proc_new(&o, err, sizeof(err));
+
+	if (!p)
+		fprintf(stderr, "# py_proc_new: %s\n", err);
+	return p;
+}
+
+static struct py_frame fr[PY_MAX_DEPTH + 8];
+
+#define CHECK_FRAME(f, name, want_line, want_flags)                 \
+	do {                                                        \
+		CHECK(!strcmp((f).qualname, (name)));               \
+		CHECK_EQ_U((f).line, (want_line));                  \
+		CHECK_EQ_U((f).flags, (want_flags));                \
+	} while (0)
+
+/* ---- tests ---- */
+
+static void linetable_decoding(void)
+{
+	static const struct {
+		int64_t off;
+		uint32_t line;
+	} c[] = {
+		{ -2, 10 }, { 0, 10 }, { 2, 10 }, { 4, 11 }, { 8, 11 }, { 10, 11 }, { 12, 16 },
+		{ 14, 16 }, { 16, 0 }, { 18, 13 }, { 20, 113 }, { 22, 0 }, { 1000, 0 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE_(c); i++)
+		CHECK_EQ_U(py_linetable_line(linetable, sizeof(linetable), 10, c[i].off), c[i].line);
+	/* cut inside the long form's varints: what precedes still decodes, the rest has no line */
+	CHECK_EQ_U(py_linetable_line(linetable, 9, 10, 10), 11);
+	CHECK_EQ_U(py_linetable_line(linetable, 9, 10, 12), 0);
+	CHECK_EQ_U(py_linetable_line(linetable, 8, 10, 12), 0);
+	/* an entry that does not start with bit 7 set */
+	CHECK_EQ_U(py_linetable_line((const uint8_t *)"\x69\x00", 2, 10, 0), 0);
+	/* a varint that never ends */
+	CHECK_EQ_U(py_linetable_line((const uint8_t *)"\xe8\x7f\x7f\x7f\x7f\x7f\x7f\x7f", 8, 10, 0), 0);
+	/* a line before 1 */
+	CHECK_EQ_U(py_linetable_line((const uint8_t *)"\xe8\x15", 2, 10, 0), 0);
+	CHECK_EQ_U(py_linetable_line(NULL, 0, 10, 0), 0);
+}
+
+/* 3.11: is_entry marks where the eval loop was entered; a generator's frame; non-ASCII names. */
+static void good_311(void)
+{
+	static const uint8_t latin1[] = { 'c', 'a', 'f', 0xe9 };
+	static const uint16_t ucs2[] = { 'p', 0x3c0 };
+	static const uint32_t ucs4[] = { 'x', 0x1f600 };
+	struct py_proc *p;
+	enum py_status st;
+	uint64_t f1, f2, f3, g1, g2, c;
+	size_t n;
+
+	space(0x030b0000);
+	f1 = mk_frame(mk_code("<module>"), 0, 20, OWNER_THREAD, true);
+	f2 = mk_frame(mk_code("Klass.method"), f1, 12, OWNER_THREAD, false);
+	f3 = mk_frame(mk_code("outer.<locals>.inner"), f2, 4, OWNER_THREAD, false);
+	mk_tstate(100, f3);
+	c = mk_code_named(mk_wide(KIND_LATIN1, latin1, 4), mk_wide(KIND_UCS2, ucs2, 2), 10,
+			  mk_bytes(linetable, sizeof(linetable)));
+	g1 = mk_frame(mk_code_named(mk_wide(KIND_UCS4, ucs4, 2), mk_str("/g.py"), 10,
+				    mk_bytes(linetable, sizeof(linetable))), 0, -2, OWNER_THREAD, true);
+	g2 = mk_frame(c, g1, 18, OWNER_GENERATOR, true);
+	mk_tstate(200, g2);
+	mk_tstate(300, 0);
+
+	p = open_proc(0x030b02f0);
+	CHECK(p);
+	if (!p)
+		return;
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 3);
+	if (n == 3) {
+		CHECK_FRAME(fr[0], "outer.<locals>.inner", 11, 0);
+		CHECK_FRAME(fr[1], "Klass.method", 16, 0);
+		CHECK_FRAME(fr[2], "<module>", 113, PY_FRAME_ENTRY);
+		CHECK(!strcmp(fr[0].filename, "/src/app.py"));
+		CHECK_EQ_U(fr[0].firstlineno, 10);
+		CHECK(fr[0].filename == fr[2].filename);        /* interned */
+	}
+	n = py_read_stack(p, 200, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 2);
+	if (n == 2) {
+		CHECK_FRAME(fr[0], "caf\xc3\xa9", 13, PY_FRAME_ENTRY | PY_FRAME_GENERATOR);
+		CHECK(!strcmp(fr[0].filename, "p\xcf\x80"));
+		CHECK_FRAME(fr[1], "x\xf0\x9f\x98\x80", 10, PY_FRAME_ENTRY);  /* not started: first line */
+	}
+	/* a Python thread with no frame, and a thread that is not Python's */
+	CHECK_EQ_U(py_read_stack(p, 300, fr, PY_MAX_DEPTH, &st), 0);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(py_read_stack(p, 400, fr, PY_MAX_DEPTH, &st), 0);
+	CHECK_EQ_U(st, PY_STACK_NO_THREAD);
+	/* the caller's room: the innermost frames, and "too deep" */
+	CHECK_EQ_U(py_read_stack(p, 100, fr, 2, &st), 2);
+	CHECK_EQ_U(st, PY_STACK_TOO_DEEP);
+	py_proc_free(p);
+}
+
+/* 3.12: shim frames owned by the C stack delimit the runs and are not shown. */
+static void check_shims(uint32_t version)
+{
+	struct py_proc *p;
+	enum py_status st;
+	uint64_t f1, f2, f3, ts, top;
+	unsigned before;
+	size_t n;
+	uint64_t counts[PY_STACK_NR];
+
+	f1 = mk_frame(mk_code("<module>"), mk_shim(0), 20, OWNER_THREAD, false);
+	f2 = mk_frame(mk_code("key"), mk_shim(f1), 12, OWNER_THREAD, false);
+	f3 = mk_frame(mk_code("gen"), f2, 4, OWNER_GENERATOR, false);
+	ts = mk_tstate(100, f3);
+	p = open_proc(version);
+	CHECK(p);
+	if (!p)
+		return;
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 3);
+	if (n == 3) {
+		CHECK_FRAME(fr[0], "gen", 11, PY_FRAME_GENERATOR);
+		CHECK_FRAME(fr[1], "key", 16, PY_FRAME_ENTRY);
+		CHECK_FRAME(fr[2], "<module>", 113, PY_FRAME_ENTRY);
+	}
+	/* warm: the code objects and the thread state come from the caches, a few page reads */
+	before = reads;
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(n, 3);
+	CHECK(reads - before <= 8);
+	/* a shim on top: the innermost eval loop runs no Python frame yet */
+	top = mk_shim(f3);
+	set_current_frame(ts, top);
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(fr[0].flags, PY_FRAME_GENERATOR | PY_FRAME_EMPTY_RUN_ABOVE);
+	/* two shims in a row never happen */
+	set_current_frame(ts, mk_shim(top));
+	CHECK_EQ_U(py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st), 0);
+	CHECK_EQ_U(st, PY_STACK_TORN);
+	py_proc_counts(p, counts);
+	CHECK_EQ_U(counts[PY_STACK_COMPLETE], 3);
+	CHECK_EQ_U(counts[PY_STACK_TORN], 1);
+	py_proc_free(p);
+}
+
+static void good_312(void)
+{
+	space(0x030c0000);
+	check_shims(0x030c01f0);
+}
+
+/* Writes 3.13's _Py_DebugOffsets at the start of the runtime, with the offsets of L. */
+static void put_debug_offsets(uint64_t version, uint64_t free_threaded, const char *cookie)
+{
+	const struct { uint32_t pos, val; } v[] = {
+		{ 40, L->runtime_interp_head }, { 64, L->interp_next }, { 72, L->interp_threads_head },
+		{ 168, L->tstate_next }, { 184, L->cframe_current_frame }, { 200, L->tstate_native_tid },
+		{ 232, L->frame_previous }, { 240, L->frame_code }, { 248, L->frame_instr },
+		{ 256, L->frame_size }, { 264, L->frame_owner }, { 280, L->code_filename },
+		{ 296, L->code_qualname }, { 304, L->code_linetable }, { 312, L->code_firstlineno },
+		{ 344, L->code_adaptive }, { 360, 8 }, { 520, L->bytes_size }, { 528, L->bytes_sval },
+		{ 544, L->str_state }, { 552, L->str_length }, { 560, L->str_ascii_size },
+	};
+
+	memcpy(heap + (runtime - HEAP), cookie, 8);
+	put64(runtime, 8, version);
+	put64(runtime, 16, free_threaded);
+	for (size_t i = 0; i < ARRAY_SIZE_(v); i++)
+		put64(runtime, v[i].pos, v[i].val);
+}
+
+/*
+ * 3.13 from _Py_DebugOffsets: a 3.12-like layout whose current frame is in
+ * the thread state (3.13 has no _PyCFrame), described by the runtime.
+ */
+static struct py_layout l313;
+
+static void good_313(void)
+{
+	space(0x030c0000);
+	l313 = *L;
+	l313.version = 0x030d0000;
+	l313.tstate_cframe = PY_OFF_NONE;
+	l313.cframe_current_frame = 56;
+	/* the runtime's interpreter list lies after _Py_DebugOffsets */
+	l313.runtime_interp_head = 600;
+	L = &l313;
+	put64(runtime, L->runtime_interp_head, interp);
+	put_debug_offsets(0x030d00f0, 0, "xdebugpy");
+	check_shims(0x030d00f0);
+}
+
+static void refused(uint32_t version, int want_errno, const char *want_err)
+{
+	struct py_proc_opts o = { .version = version, .runtime = runtime, .read = fake_read };
+	char err[128] = "";
+	enum py_status st;
+
+	errno = 0;
+	CHECK(!py_proc_new(&o, err, sizeof(err)));
+	CHECK_EQ_U(errno, want_errno);
+	if (!strstr(err, want_err))
+		fprintf(stderr, "# error \"%s\", expected \"%s\"\n", err, want_err), unit_failed++;
+	CHECK_EQ_U(py_read_stack(NULL, 1, fr, 1, &st), 0);
+	CHECK_EQ_U(st, PY_STACK_UNSUPPORTED);
+}
+
+static void unsupported(void)
+{
+	space(0x030c0000);
+	l313 = *L;
+	L = &l313;
+	refused(0x030a0000, ENOTSUP, "Python 3.10 is not supported");
+	refused(0x020700f0, ENOTSUP, "Python 2.7 is not supported");
+	put_debug_offsets(0x030d00f0, 1, "xdebugpy");
+	refused(0x030d00f0, ENOTSUP, "free-threaded");
+	put_debug_offsets(0x030e00f0, 0, "xdebugpy");
+	refused(0x030e00f0, ENOTSUP, "Python 3.14 is not supported");
+	put_debug_offsets(0x030d00f0, 0, "xdebugpz");
+	refused(0x030d00f0, EPROTO, "_Py_DebugOffsets");
+	put_debug_offsets(0x030e00f0, 0, "xdebugpy");
+	refused(0x030d00f0, EPROTO, "says version");
+	put_debug_offsets(0x030d00f0, 0, "xdebugpy");
+	put64(runtime, 248, 1u << 20);  /* an offset out of bounds */
+	refused(0x030d00f0, EPROTO, "implausible");
+	put_debug_offsets(0x030d00f0, 0, "xdebugpy");
+	put64(runtime, 248, 2000);      /* within 64 KiB, but a frame header over PY_HDR_MAX */
+	refused(0x030d00f0, EPROTO, "out of bounds");
+	runtime = UNMAPPED;
+	refused(0x030d00f0, EFAULT, "cannot read");
+}
+
+/* One hostile chain: thread 100 runs it; want N good frames, then status WANT. */
+static void hostile(struct py_proc *p, uint64_t ts, uint64_t top, size_t want_n, enum py_status want)
+{
+	enum py_status st;
+	size_t n;
+
+	set_current_frame(ts, top);
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH + 8, &st);
+	CHECK_EQ_U(st, want);
+	CHECK_EQ_U(n, want_n);
+	for (size_t i = 0; i < n; i++)
+		CHECK(!strcmp(fr[i].qualname, "good"));
+}
+
+static void hostile_memory(void)
+{
+	struct py_proc *p;
+	uint64_t good, bad, ts, f, leaf, base, other;
+	enum py_status st;
+
+	space(0x030c0000);
+	good = mk_code("good");
+	ts = mk_tstate(100, 0);
+	p = open_proc(0x030c01f0);
+	CHECK(p);
+	if (!p)
+		return;
+
+	/* loops: to itself, and a frame further down pointing back up */
+	f = alloc(L->frame_size + 8);
+	memcpy(heap + (f - HEAP), heap + (mk_frame(good, f, 0, OWNER_THREAD, false) - HEAP), L->frame_size);
+	hostile(p, ts, f, 1, PY_STACK_TORN);
+	leaf = mk_frame(good, 0, 0, OWNER_THREAD, false);
+	base = mk_frame(good, leaf, 0, OWNER_THREAD, false);
+	put64(leaf, L->frame_previous, mk_frame(good, base, 0, OWNER_THREAD, false));
+	hostile(p, ts, leaf, 3, PY_STACK_TORN);
+
+	/* previous frame unmapped, misaligned, beyond user space; the current frame unmapped */
+	hostile(p, ts, mk_frame(good, UNMAPPED, 0, OWNER_THREAD, false), 1, PY_STACK_UNREADABLE);
+	hostile(p, ts, mk_frame(good, HEAP + 4099, 0, OWNER_THREAD, false), 0, PY_STACK_TORN);
+	hostile(p, ts, mk_frame(good, 1ull << 60, 0, OWNER_THREAD, false), 0, PY_STACK_TORN);
+	hostile(p, ts, UNMAPPED, 0, PY_STACK_UNREADABLE);
+	hostile(p, ts, HEAP + 3, 0, PY_STACK_TORN);
+
+	/* code objects: unmapped, misaligned, of another type, with a negative first line */
+	base = mk_frame(good, 0, 0, OWNER_THREAD, false);
+	hostile(p, ts, mk_frame(UNMAPPED, base, 0, OWNER_THREAD, false), 0, PY_STACK_UNREADABLE);
+	hostile(p, ts, mk_frame(good + 4, base, 0, OWNER_THREAD, false), 0, PY_STACK_TORN);
+	bad = mk_code("bad");
+	put64(bad, 8, unicode_t);
+	hostile(p, ts, mk_frame(good, mk_frame(bad, base, 0, OWNER_THREAD, false), 0, OWNER_THREAD, false), 1,
+		PY_STACK_TORN);
+	bad = mk_code("bad");
+	put32(bad, L->code_firstlineno, (uint32_t)-5);
+	hostile(p, ts, mk_frame(bad, base, 0, OWNER_THREAD, false), 0, PY_STACK_TORN);
+	/* an owner no version has */
+	hostile(p, ts, mk_frame(good, base, 0, 7, false), 0, PY_STACK_TORN);
+
+	/* names: of another type, huge, negative, not compact, "ASCII" with bit 7, unmapped data */
+	other = mk_str("bad");
+	put64(other, 8, bytes_t);
+	bad = mk_code_named(other, mk_str("/f.py"), 1, mk_bytes(linetable, 4));
+	hostile(p, ts, mk_frame(good, mk_frame(bad, 0, 0, OWNER_THREAD, false), 0, OWNER_THREAD, false), 1,
+		PY_STACK_TORN);
+	for (int i = 0; i < 5; i++) {
+		other = mk_str("bad");
+		if (i == 0)
+			put64(other, L->str_length, 1ull << 40);
+		else if (i == 1)
+			put64(other, L->str_length, PY_MAX_STR + 1);
+		else if (i == 2)
+			put64(other, L->str_length, (uint64_t)-1);
+		else if (i == 3)
+			put32(other, L->str_state, str_state(0, true) & ~(1u << 5));
+		else
+			put8(other, L->str_ascii_size + 1, 0xc3);
+		bad = mk_code_named(mk_str("bad"), other, 1, mk_bytes(linetable, 4));
+		hostile(p, ts, mk_frame(good, mk_frame(bad, 0, 0, OWNER_THREAD, false), 0, OWNER_THREAD, false),
+			1, PY_STACK_TORN);
+	}
+	/* a string whose characters lie past the end of mapped memory */
+	other = HEAP + HEAP_SIZE - L->str_ascii_size;
+	put64(other, 8, unicode_t);
+	put64(other, L->str_length, 10);
+	put32(other, L->str_state, str_state(0, true));
+	bad = mk_code_named(other, mk_str("/f.py"), 1, mk_bytes(linetable, 4));
+	hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 0, PY_STACK_UNREADABLE);
+
+	/* line tables: of another type (a broken code object), huge, truncated: the frame stays, lineless */
+	bad = mk_code_named(mk_str("good"), mk_str("/f.py"), 10, mk_str("not bytes"));
+	hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 0, PY_STACK_TORN);
+	other = mk_bytes(linetable, sizeof(linetable));
+	put64(other, L->bytes_size, 1ull << 40);
+	bad = mk_code_named(mk_str("good"), mk_str("/f.py"), 10, other);
+	hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 1, PY_STACK_COMPLETE);
+	CHECK_EQ_U(fr[0].line, 0);
+	bad = mk_code_named(mk_str("good"), mk_str("/f.py"), 10, mk_bytes(linetable, 9));
+	hostile(p, ts, mk_frame(bad, mk_frame(bad, 0, 12, OWNER_THREAD, false), 4, OWNER_THREAD, false), 2,
+		PY_STACK_COMPLETE);
+	CHECK_EQ_U(fr[0].line, 11);
+	CHECK_EQ_U(fr[1].line, 0);
+	/* an instruction pointer before the code or odd: no line */
+	hostile(p, ts, mk_frame(good, 0, -64, OWNER_THREAD, false), 1, PY_STACK_COMPLETE);
+	CHECK_EQ_U(fr[0].line, 0);
+	hostile(p, ts, mk_frame(good, 0, 3, OWNER_THREAD, false), 1, PY_STACK_COMPLETE);
+	CHECK_EQ_U(fr[0].line, 0);
+
+	/* a depth bomb: 5000 distinct frames stop at PY_MAX_DEPTH */
+	base = 0;
+	for (int i = 0; i < 5000; i++)
+		base = mk_frame(good, base, 0, OWNER_THREAD, false);
+	hostile(p, ts, base, PY_MAX_DEPTH, PY_STACK_TOO_DEEP);
+	py_proc_free(p);
+
+	/* thread states: a list that loops, an interpreter list that loops, a NULL _PyCFrame */
+	space(0x030c0000);
+	ts = mk_tstate(100, 0);
+	put64(ts, L->tstate_next, ts);
+	p = open_proc(0x030c01f0);
+	CHECK_EQ_U(py_read_stack(p, 555, fr, 8, &st), 0);
+	CHECK_EQ_U(st, PY_STACK_TORN);
+	CHECK_EQ_U(py_read_stack(p, 100, fr, 8, &st), 0);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);      /* thread 100 is found before the loop */
+	put64(ts, L->tstate_next, 0);
+	put64(interp, L->interp_next, interp);
+	CHECK_EQ_U(py_read_stack(p, 555, fr, 8, &st), 0);
+	CHECK_EQ_U(st, PY_STACK_TORN);
+	put64(interp, L->interp_next, 0);
+	put64(ts, L->tstate_cframe, 0);
+	CHECK_EQ_U(py_read_stack(p, 100, fr, 8, &st), 0);
+	CHECK_EQ_U(st, PY_STACK_TORN);
+	put64(runtime, L->runtime_interp_head, UNMAPPED);
+	CHECK_EQ_U(py_read_stack(p, 555, fr, 8, &st), 0);
+	CHECK_EQ_U(st, PY_STACK_UNREADABLE);
+	py_proc_free(p);
+}
+
+/* The caches notice a code object or a thread state replaced at the same address. */
+static void cache_validity(void)
+{
+	struct py_proc *p;
+	enum py_status st;
+	uint64_t code, ts;
+
+	space(0x030b0000);
+	code = mk_code("first");
+	ts = mk_tstate(100, mk_frame(code, 0, 0, OWNER_THREAD, true));
+	p = open_proc(0x030b02f0);
+	CHECK_EQ_U(py_read_stack(p, 100, fr, 8, &st), 1);
+	CHECK(!strcmp(fr[0].qualname, "first"));
+	put64(code, L->code_qualname, mk_str("second"));
+	CHECK_EQ_U(py_read_stack(p, 100, fr, 8, &st), 1);
+	CHECK(!strcmp(fr[0].qualname, "second"));
+	/* thread 100 exits, its thread state is reused by thread 101 */
+	put64(ts, L->tstate_native_tid, 101);
+	CHECK_EQ_U(py_read_stack(p, 100, fr, 8, &st), 0);
+	CHECK_EQ_U(st, PY_STACK_NO_THREAD);
+	CHECK_EQ_U(py_read_stack(p, 101, fr, 8, &st), 1);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	py_proc_free(p);
+}
+
+/* Probing real files: Debian's python3.11 (.dynsym only), not-Python ELF, not ELF. */
+static void probe_files(void)
+{
+	struct py_probe pr;
+	int fd;
+
+	if (access("/usr/bin/python3.11", R_OK) == 0) {
+		CHECK_EQ_U(py_probe_file(-1, "/usr/bin/python3.11", &pr), 0);
+		CHECK_EQ_U(pr.version >> 16, 0x030b);
+		CHECK(!pr.version_from_name);
+		CHECK(pr.runtime.addr && pr.runtime.size > 1000);
+		CHECK(pr.eval.addr && pr.code_type.addr && pr.unicode_type.addr && pr.bytes_type.addr);
+	} else {
+		printf("# skip: no /usr/bin/python3.11\n");
+	}
+	CHECK(py_probe_file(-1, "/bin/sh", &pr) == -ENOENT);
+	fd = open("/etc/hostname", O_RDONLY);
+	if (fd >= 0) {
+		CHECK(py_probe_file(fd, "/etc/hostname", &pr) == -ENOEXEC);
+		close(fd);
+	}
+	CHECK(py_probe_file(-1, "/nonexistent/libpython3.9.so", &pr) == -ENOENT);
+}
+
+/* The section of FILE named NAME, copied into the fake heap at its start; its size or 0. */
+static size_t load_section(const char *file, const char *name)
+{
+	int fd = open(file, O_RDONLY);
+	Elf *elf;
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, got = 0;
+
+	if (fd < 0)
+		return 0;
+	elf_version(EV_CURRENT);
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	if (elf && elf_getshdrstrndx(elf, &shstrndx) == 0) {
+		while ((scn = elf_nextscn(elf, scn))) {
+			GElf_Shdr sh;
+			Elf_Data *d;
+			const char *n;
+
+			if (!gelf_getshdr(scn, &sh) || !(n = elf_strptr(elf, shstrndx, sh.sh_name)) || strcmp(n, name))
+				continue;
+			d = elf_getdata(scn, NULL);
+			if (d && d->d_buf && d->d_size <= HEAP_SIZE) {
+				memcpy(heap, d->d_buf, d->d_size);
+				got = d->d_size;
+			}
+		}
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return got;
+}
+
+/*
+ * The _Py_DebugOffsets of a real 3.13 (pyenv's, when installed): its
+ * _PyRuntime is initialized data, so the file holds it as the process will.
+ */
+static void real_313_debug_offsets(void)
+{
+	char path[512], err[128] = "";
+	const char *home = getenv("HOME");
+	struct py_target t = { .read = fake_read };
+	struct py_probe pr;
+	uint32_t version;
+
+	snprintf(path, sizeof(path), "%s/.pyenv/versions/3.13.0/lib/libpython3.13.so.1.0", home ? home : "");
+	if (access(path, R_OK) || py_probe_file(-1, path, &pr) || !load_section(path, ".PyRuntime")) {
+		printf("# skip: no %s\n", path);
+		return;
+	}
+	version = pr.version;
+	CHECK_EQ_U(version >> 16, 0x030d);
+	CHECK_EQ_U(py_layout_init(&t, HEAP, &version, err, sizeof(err)), 0);
+	CHECK_EQ_U(version, pr.version);
+	CHECK_EQ_U(t.l.tstate_cframe, PY_OFF_NONE);
+	CHECK_EQ_U(t.l.str_ascii_size, 40);     /* sizeof(PyASCIIObject) in 3.13.0's headers */
+	CHECK_EQ_U(t.l.bytes_sval, 32);
+	CHECK_EQ_U(t.l.frame_code, 0);          /* f_executable comes first */
+	CHECK_EQ_U(t.l.frame_previous, 8);
+}
+
+int main(void)
+{
+	heap = calloc(1, HEAP_SIZE);
+	RUN(linetable_decoding);
+	RUN(good_311);
+	RUN(good_312);
+	RUN(good_313);
+	RUN(unsupported);
+	RUN(hostile_memory);
+	RUN(cache_validity);
+	RUN(probe_files);
+	RUN(real_313_debug_offsets);
+	free(heap);
+	UNIT_DONE();
+}
