@@ -80,32 +80,6 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 sys.exit(r)' "$@"
 }
 
-# wait_child PARENT COMM: waits (up to 20 s) for a child of PARENT named COMM, prints its pid
-wait_child() {
-	local c
-
-	for _ in $(seq 400); do
-		for c in $(pgrep -P "$1"); do
-			if [ "$(cat /proc/"$c"/comm 2>/dev/null)" = "$2" ]; then
-				echo "$c"
-				return 0
-			fi
-		done
-		sleep 0.05
-	done
-	echo "no child '$2' of $1 appeared" >&2
-	return 1
-}
-
-# as root, AS_NOBODY runs a command as 'nobody'; skips when that cannot be done
-need_nobody() {
-	[ "$(id -u)" = 0 ] || skip "needs root to act as another user"
-	command -v setpriv >/dev/null || skip "setpriv (util-linux) is missing"
-	id nobody >/dev/null 2>&1 || skip "there is no user 'nobody'"
-	nobody_uid=$(id -u nobody)
-	AS_NOBODY=(setpriv --reuid="$nobody_uid" --regid="$(id -g nobody)" --clear-groups --)
-}
-
 # public_dir: a directory under /tmp that 'nobody' can use (bats's own are private), with
 # copies of proftool and the workloads NAMES... it runs; its path in $pub
 public_dir() {
