@@ -384,7 +384,7 @@ hup_attach() {
 # Samples past a chunk (65536; PROFTOOL_SPILL_SAMPLES here) go to an unlinked file beside the
 # output, so a long recording's memory stays flat (make longrun measures it over 10 minutes).
 @test "samples spilled to a temporary file during recording: the same profile, nothing left" {
-	command -v strace >/dev/null || skip "strace is not installed"
+	need strace strace
 	mkdir out
 	# (LeakSanitizer cannot run under strace; the other tests check for leaks)
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 PROFTOOL_SPILL_SAMPLES=100 run --separate-stderr \
@@ -567,7 +567,7 @@ hup_attach() {
 }
 
 @test "the temporary profile is created with O_EXCL next to the profile, then renamed over it" {
-	command -v strace >/dev/null || skip "strace is not installed"
+	need strace strace
 	mkdir out
 	# (LeakSanitizer cannot run under ptrace: an ASan build would fail at exit)
 	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \

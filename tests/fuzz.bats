@@ -231,7 +231,7 @@ EOF
 }
 
 @test "hostile ELF files: truncated, bogus offsets and counts, scrambled DWARF and CFI" {
-	[ -x "$TOOLS/fuzz-elf" ] || skip "no $TOOLS/fuzz-elf (built by make bats)"
+	[ -x "$TOOLS/fuzz-elf" ] || skip_or_fail "no $TOOLS/fuzz-elf (make bats builds it)"
 	local src size cut sec off len n=0
 	for src in "$WORKLOADS/inlined" "$WORKLOADS_NOFP/split" "$WORKLOADS/cxx"; do
 		size=$(stat -c %s "$src")
