@@ -43,7 +43,7 @@ signal_attach() {
 	# about 5 s of CPU (more on a loaded machine): it outlives the 2 s attach, then ends by itself
 	"$WORKLOADS_NOFP/split" 5 >out.txt 2>err.txt &
 	target=$!
-	sleep 0.2
+	burn_ticks "$target" 10   # split runs (a loaded machine can take a while to exec it)
 	run --separate-stderr "$PROFTOOL" attach -q --duration 2 -o a.data "$target"
 	[ "$status" -eq 0 ]
 	[ -z "$stderr" ]

@@ -450,7 +450,10 @@ JS
 
 @test "a binary deleted while it runs is still symbolized" {
 	cp "$WORKLOADS_NOFP/split" doomed
-	record_to del.data -- sh -c './doomed 0.6 & sleep 0.2; rm doomed; wait'
+	# removed once it runs (not after a fixed time, which a loaded machine can take to exec it)
+	record_to del.data -- sh -c './doomed 0.6 & p=$! d=$(pwd -P)/doomed i=0
+		while [ "$(readlink /proc/$p/exe)" != "$d" ] && [ $((i += 1)) -lt 2000 ]; do sleep 0.01; done
+		rm doomed; wait'
 	[ ! -e doomed ]
 	run --separate-stderr "$PROFTOOL" report --format folded del.data
 	[ "$status" -eq 0 ]
