@@ -307,7 +307,6 @@ check_browser_result() {
 }
 
 @test "diff: frames coloured by the change of their share, red grew, blue shrank" {
-	"$PROFTOOL" diff --help >/dev/null 2>&1 || skip "proftool diff is not there yet"
 	printf 'main;grow 20\nmain;shrink 60\nmain;same 20\n' | folded_to_profile >base.json
 	printf 'main;grow 60\nmain;shrink 20\nmain;same 20\n' | folded_to_profile >new.json
 	for fmt in svg html; do
