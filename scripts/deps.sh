@@ -9,9 +9,10 @@ set -eu
 want="gcc g++ make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev libiberty-dev"
 case "${1:-build}" in
 check)
-	# the real consumers of the export formats: go tool pprof, a browser, npm for speedscope
-	want="$want bats procps libc6-dbg groff-base man-db bash-completion python3 bsdutils strace lld xz-utils golang-go chromium fonts-dejavu-core"
-	command -v npm >/dev/null 2>&1 || want="$want nodejs npm"
+	# the real consumers of the export formats: go tool pprof, a browser, node and npm for
+	# speedscope; the tests run /usr/bin/node, so nodejs even where some npm is on PATH (nvm's)
+	want="$want bats procps libc6-dbg groff-base man-db bash-completion python3 bsdutils strace lld xz-utils golang-go chromium fonts-dejavu-core nodejs"
+	command -v npm >/dev/null 2>&1 || want="$want npm"
 	;;
 bench) want="$want bats procps libc6-dbg linux-perf" ;;
 leaks) want="$want bats valgrind" ;;

@@ -7,6 +7,7 @@ load helpers
 teardown() {
 	[ -n "${target:-}" ] && kill -KILL "$target" 2>/dev/null || true
 	[ -n "${stopped:-}" ] && kill -KILL "$stopped" 2>/dev/null || true
+	[ -z "${pub:-}" ] || rm -rf "$pub"
 	return 0
 }
 
@@ -42,7 +43,7 @@ signal_attach() {
 	# about 5 s of CPU (more on a loaded machine): it outlives the 2 s attach, then ends by itself
 	"$WORKLOADS_NOFP/split" 5 >out.txt 2>err.txt &
 	target=$!
-	sleep 0.2
+	burn_ticks "$target" 10   # split runs (a loaded machine can take a while to exec it)
 	run --separate-stderr "$PROFTOOL" attach -q --duration 2 -o a.data "$target"
 	[ "$status" -eq 0 ]
 	[ -z "$stderr" ]
@@ -171,16 +172,19 @@ signal_attach() {
 }
 
 @test "an unprivileged user cannot attach to another user's process" {
-	[ "$(id -u)" = 0 ] || skip "needs root to run a process as another user"
-	command -v setpriv >/dev/null || skip "setpriv (util-linux) is missing"
+	need_nobody
+	# a directory of this test's own where nobody could write the profile (not a name in /tmp
+	# that another run may have left)
+	pub=$(mktemp -d /tmp/proftool-attach.XXXXXX)
+	mkdir -m 0777 "$pub/out"
+	chmod 0755 "$pub"
 	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
 	target=$!
 	disown "$target"   # killed in teardown: no job notice
-	run --separate-stderr setpriv --reuid=nobody --regid=nogroup --clear-groups \
-		"$PROFTOOL" attach -q --duration 0.5 -o /tmp/never.data "$target"
+	run --separate-stderr "${AS_NOBODY[@]}" "$PROFTOOL" attach -q --duration 0.5 -o "$pub/out/never.data" "$target"
 	[ "$status" -eq 1 ]
 	one_error_line
 	[[ "$stderr" == *"not allowed"* ]]
 	[[ "$(state "$target")" == [RS] ]]
-	[ ! -e /tmp/never.data ]
+	[ -z "$(ls -A "$pub/out")" ]
 }

@@ -62,7 +62,7 @@ teardown() {
 	[ "$status" -eq 139 ]
 	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
 	target=$!
-	sleep 0.2
+	burn_ticks "$target" 10   # split runs (a loaded machine can take a while to exec it)
 	run --separate-stderr "$PROFTOOL" attach -q --backend ptrace --duration 1 -o a.data "$target"
 	[ "$status" -eq 0 ]
 	[ "$(awk '/^TracerPid:/ { print $2 }' "/proc/$target/status")" = 0 ]

@@ -148,15 +148,15 @@ help_covers_contract() {
 }
 
 @test "groff -man -ww renders the man page without warnings" {
-	command -v groff >/dev/null || skip "groff is not installed (Debian package groff-base)"
+	need groff groff-base
 	run --separate-stderr groff -man -ww -z -Tutf8 "$MAN"
 	[ "$status" -eq 0 ]
 	[ -z "$stderr" ] || { echo "$stderr"; false; }
 }
 
 @test "man -l renders the man page without warnings" {
-	command -v man >/dev/null || skip "man is not installed (Debian package man-db)"
-	command -v groff >/dev/null || skip "groff is not installed (Debian package groff-base)"
+	need man man-db
+	need groff groff-base
 	run --separate-stderr env MANWIDTH=80 man --warnings=w -l "$MAN"
 	[ "$status" -eq 0 ]
 	[ -z "$stderr" ] || { echo "$stderr"; false; }

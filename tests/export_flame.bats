@@ -131,17 +131,6 @@ widest_tip() {
 	awk -F'\t' -v n="$1" '$1 == n && $3 + 0 > w { w = $3 + 0; tip = $5 } END { print tip }'
 }
 
-# Skips unless node, playwright-core (under $CONSUMERS) and chromium are all there.
-need_browser() {
-	command -v node >/dev/null || skip "node is missing (scripts/deps.sh check installs nodejs)"
-	[ -n "${CONSUMERS:-}" ] || skip "CONSUMERS is unset (make check sets it; playwright-core lives there)"
-	[ -f "$CONSUMERS/node_modules/playwright-core/package.json" ] ||
-		skip "playwright-core is missing from $CONSUMERS/node_modules (make consumers installs it)"
-	CHROMIUM=$(command -v chromium || command -v chromium-browser) ||
-		skip "chromium is missing (scripts/deps.sh check installs it)"
-	export CHROMIUM PLAYWRIGHT=$CONSUMERS/node_modules/playwright-core
-}
-
 # The value of KEY in flame_check.js output on stdin.
 val() {
 	sed -n "s/^$1=//p"
@@ -253,7 +242,7 @@ check_browser_result() {
 @test "chromium: the svg renders, and hovering, zooming and searching work" {
 	need_browser
 	png=$BATS_TEST_TMPDIR/flame-svg.png
-	node "$BATS_TEST_DIRNAME/tools/flame_check.js" split.svg "$png" leaf_a main leaf_b leaf_ >out
+	"$NODE" "$BATS_TEST_DIRNAME/tools/flame_check.js" split.svg "$png" leaf_a main leaf_b leaf_ >out
 	cat out
 	check_browser_result out "$png"
 	[ "$(val search_ui <out)" = prompt ]
@@ -262,7 +251,7 @@ check_browser_result() {
 @test "chromium: the html page renders, and hovering, zooming and searching work" {
 	need_browser
 	png=$BATS_TEST_TMPDIR/flame-html.png
-	node "$BATS_TEST_DIRNAME/tools/flame_check.js" split.html "$png" leaf_a main leaf_b leaf_ >out
+	"$NODE" "$BATS_TEST_DIRNAME/tools/flame_check.js" split.html "$png" leaf_a main leaf_b leaf_ >out
 	cat out
 	check_browser_result out "$png"
 	[ "$(val search_ui <out)" = field ]
@@ -318,7 +307,6 @@ check_browser_result() {
 }
 
 @test "diff: frames coloured by the change of their share, red grew, blue shrank" {
-	"$PROFTOOL" diff --help >/dev/null 2>&1 || skip "proftool diff is not there yet"
 	printf 'main;grow 20\nmain;shrink 60\nmain;same 20\n' | folded_to_profile >base.json
 	printf 'main;grow 60\nmain;shrink 20\nmain;same 20\n' | folded_to_profile >new.json
 	for fmt in svg html; do

@@ -17,8 +17,16 @@ setup() {
 	export PPROF_TMPDIR=$BATS_TEST_TMPDIR
 }
 
+# go tool pprof is Debian's (golang-go; GO= may name another to try it). The tests read its
+# reports for what proftool wrote, not for how one version of pprof lays them out: -raw
+# gained a column to file:line in 2024, -tags an "of TOTAL (P%)" in 2025.
 need_go() {
-	command -v go >/dev/null || skip "go is missing: go tool pprof checks the files (golang-go; make check installs it)"
+	need "$GO" golang-go
+}
+
+# pprof ARGS...: go tool pprof
+pprof() {
+	"$GO" tool pprof "$@"
 }
 
 # The sample count in proftool's report header.
@@ -40,7 +48,8 @@ top_col() {
 	awk -v f="$1" -v c="$2" 'NF == 6 && $6 == f { v = $c; sub(/%$/, "", v); print v; exit }'
 }
 
-# tag_count KEY VALUE: the samples pprof -tags (on stdin) gives VALUE of tag KEY.
+# tag_count KEY VALUE: the samples pprof -tags (on stdin) gives VALUE of tag KEY (its
+# headers read "KEY: Total N", or "KEY: Total N of M (P%)" since 2025).
 tag_count() {
 	awk -v k="$1:" -v v="$2" '/^ *[a-z]+: Total / { sec = $1; next }
 		sec == k && $NF == v { print $1 + 0; exit }'
@@ -58,14 +67,14 @@ pprof_total() {
 	[ -z "$output" ]
 	[ -z "$stderr" ]
 
-	run --separate-stderr go tool pprof -top -nodecount=50 p.pb.gz
+	run --separate-stderr pprof -top -nodecount=50 p.pb.gz
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"Type: cpu"* ]]
 	for fn in leaf_a leaf_b leaf_c main; do
 		[ -n "$(top_col "$fn" 1 <<<"$output")" ] || { echo "no $fn in: $output"; false; }
 	done
 
-	run --separate-stderr go tool pprof -top -nodecount=50 -sample_index=samples p.pb.gz
+	run --separate-stderr pprof -top -nodecount=50 -sample_index=samples p.pb.gz
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"Type: samples"* ]]
 	top=$output
@@ -86,7 +95,7 @@ pprof_total() {
 	near "$(top_col leaf_c 2 <<<"$top")" 20 5
 	at_least "$(top_col main 5 <<<"$top")" 95
 	# the default values are CPU time: proftool's tottime (seconds, 3 decimals) in ms
-	cpu=$(go tool pprof -top -nodecount=50 -unit=ms p.pb.gz)
+	cpu=$(pprof -top -nodecount=50 -unit=ms p.pb.gz)
 	for fn in leaf_a leaf_b leaf_c; do
 		near "$(top_col "$fn" 1 <<<"$cpu" | sed 's/ms$//')" "$(table_count split.data "$fn" tottime)" 1
 	done
@@ -101,15 +110,16 @@ pprof_total() {
 	line=${decl#*:}
 	line=${line%%(*}
 	[[ "$file" == *split.c ]]
-	run --separate-stderr go tool pprof -raw p.pb.gz
+	run --separate-stderr pprof -raw p.pb.gz
 	[ "$status" -eq 0 ]
 	[[ "$output" == "Comment: $WORKLOADS/split 1.0"* ]]
 	[[ "$output" == *"PeriodType: cpu nanoseconds"* ]]
 	[[ "$output" == *"samples/count cpu/nanoseconds"* ]]
-	# each location: its function, file:line inside it, and the declaration line
-	grep -qE "^ +[0-9]+: 0x[0-9a-f]+ M=[0-9]+ leaf_a $file:[0-9]+ s=$line\$" <<<"$output"
+	# each location: its function, file:line inside it (file:line:column in newer pprof), and
+	# the declaration line
+	grep -qE "^ +[0-9]+: 0x[0-9a-f]+ M=[0-9]+ leaf_a $file:[0-9]+(:[0-9]+)? s=$line\$" <<<"$output"
 	grep -qE "thread:\[split\]" <<<"$output"
-	run --separate-stderr go tool pprof -top -lines -sample_index=samples p.pb.gz
+	run --separate-stderr pprof -top -lines -sample_index=samples p.pb.gz
 	[ "$status" -eq 0 ]
 	grep -qE " leaf_a $file:[0-9]+\$" <<<"$output"
 	grep -qE " leaf_b $file:[0-9]+\$" <<<"$output"
@@ -119,7 +129,7 @@ pprof_total() {
 	need_go
 	run --separate-stderr "$PROFTOOL" report --format pprof -o t.pb.gz thr.data
 	[ "$status" -eq 0 ]
-	run --separate-stderr go tool pprof -tags -sample_index=samples t.pb.gz
+	run --separate-stderr pprof -tags -sample_index=samples t.pb.gz
 	[ "$status" -eq 0 ]
 	tags=$output
 	per_thread=$("$PROFTOOL" report --per-thread thr.data)
@@ -138,18 +148,18 @@ pprof_total() {
 	[ "$(tag_count pid "$pid" <<<"$tags")" = "$(header_samples thr.data)" ]
 
 	# -traces labels each stack with its thread
-	run --separate-stderr go tool pprof -traces t.pb.gz
+	run --separate-stderr pprof -traces t.pb.gz
 	[ "$status" -eq 0 ]
 	grep -qE '^ +thread: +worker-2$' <<<"$output"
 	grep -qE '^ +tid: +[0-9]+$' <<<"$output"
 	# -tagfocus picks one thread's stacks
-	run --separate-stderr go tool pprof -top -tagfocus=thread=worker-2 t.pb.gz
+	run --separate-stderr pprof -top -tagfocus=thread=worker-2 t.pb.gz
 	[ "$status" -eq 0 ]
 	[[ "$output" == *" worker_fn_2"* ]]
 	[[ "$output" != *" worker_fn_1"* ]]
 	# and proftool's own filters apply before the export
 	"$PROFTOOL" report --format pprof --comm worker-3 -o w3.pb.gz thr.data
-	run --separate-stderr go tool pprof -tags w3.pb.gz
+	run --separate-stderr pprof -tags w3.pb.gz
 	[[ "$output" == *": worker-3"* ]]
 	[[ "$output" != *": worker-1"* ]]
 }
@@ -160,7 +170,7 @@ pprof_total() {
 	b=$(header_samples thr.data)
 	run --separate-stderr "$PROFTOOL" report --format pprof -o m.pb.gz split.data thr.data
 	[ "$status" -eq 0 ]
-	run --separate-stderr go tool pprof -top -nodecount=100 -sample_index=samples m.pb.gz
+	run --separate-stderr pprof -top -nodecount=100 -sample_index=samples m.pb.gz
 	[ "$status" -eq 0 ]
 	[ "$(pprof_total <<<"$output")" -eq "$((a + b))" ]
 	[[ "$output" == *" leaf_a"* ]]
@@ -171,10 +181,10 @@ pprof_total() {
 	need_go
 	record_to wall.data --mode wall -- "$WORKLOADS/split" 0.3
 	"$PROFTOOL" report --format pprof -o wall.pb.gz wall.data
-	run --separate-stderr go tool pprof -raw wall.pb.gz
+	run --separate-stderr pprof -raw wall.pb.gz
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"samples/count wall/nanoseconds"* ]]
-	run --separate-stderr go tool pprof -top wall.pb.gz
+	run --separate-stderr pprof -top wall.pb.gz
 	[[ "$output" == *"Type: wall"* ]]
 	[[ "$output" == *" leaf_a"* ]]
 }
@@ -191,7 +201,7 @@ pprof_total() {
 }
 
 @test "pprof output to a terminal is refused: it is binary" {
-	command -v script >/dev/null || skip "script (bsdutils) is needed for a pseudo-terminal"
+	need script bsdutils
 	printf -v cmd '%q ' "$PROFTOOL" report --format pprof split.data
 	run env SHELL="$BASH" script -qec "$cmd" /dev/null </dev/null
 	[ "$status" -eq 2 ]

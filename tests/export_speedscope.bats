@@ -36,18 +36,6 @@ thread_counts() {
 		sed -n 's/^=== \(.*\) === \([0-9]*\) samples .*/\1 \2/p'
 }
 
-# Skips unless node, chromium and the npm packages of scripts/consumers.sh are there.
-need_browser() {
-	local missing=()
-
-	command -v node >/dev/null || missing+=(node)
-	[ -x "${CHROMIUM:-/usr/bin/chromium}" ] || missing+=("${CHROMIUM:-/usr/bin/chromium}")
-	[ -n "${CONSUMERS:-}" ] || missing+=("CONSUMERS (run through make)")
-	[ -f "${CONSUMERS:-}/node_modules/playwright-core/package.json" ] || missing+=(playwright-core)
-	[ -f "${CONSUMERS:-}/node_modules/speedscope/dist/release/index.html" ] || missing+=(speedscope)
-	[ "${#missing[@]}" -eq 0 ] || skip "the browser check needs ${missing[*]} (scripts/deps.sh check installs node and chromium, make consumers the npm packages)"
-}
-
 # Checks that every thread's complete events in a trace nest: a slice starts
 # no earlier than its parent and ends no later, on the same pid and tid.
 # Prints "pid tid slices" per thread.
@@ -75,7 +63,7 @@ for (pid, tid), evs in sorted(tracks.items()):
 
 @test "speedscope: the file validates against speedscope's bundled schema" {
 	schema=${CONSUMERS:-}/node_modules/speedscope/dist/release/file-format-schema.json
-	[ -f "$schema" ] || skip "speedscope's file-format-schema.json is missing (make consumers)"
+	[ -f "$schema" ] || skip_or_fail "speedscope's file-format-schema.json is missing (make consumers installs speedscope)"
 	"$PROFTOOL" report --format speedscope -o thr.speedscope.json thr.data
 	# a draft-07 subset, enough for this schema: $ref, anyOf, type, const, enum, required, properties, items
 	py '
@@ -164,11 +152,11 @@ print("%.1f" % (100.0 * hit / sum(p["weights"])))
 }
 
 @test "speedscope: speedscope's app shows the profile, its functions and a flame graph" {
-	need_browser
+	need_browser speedscope
 	"$PROFTOOL" report --format speedscope -o split.speedscope.json split.data
 	title=$(py 'print(docs[0]["profiles"][0]["name"])' split.speedscope.json)
 	[[ "$title" == "split (pid "*", tid "*")" ]]
-	run node "$BATS_TEST_DIRNAME/tools/speedscope_check.js" split.speedscope.json \
+	run "$NODE" "$BATS_TEST_DIRNAME/tools/speedscope_check.js" split.speedscope.json \
 		"$BATS_TEST_TMPDIR/speedscope.png" "$title" leaf_a leaf_b leaf_c
 	echo "$output"
 	[ "$status" -eq 0 ]
@@ -233,9 +221,9 @@ assert abs(total - expect) <= 0.05 * expect, (total, expect)
 }
 
 @test "chrome: speedscope's app imports the trace and shows its functions" {
-	need_browser
+	need_browser speedscope
 	"$PROFTOOL" report --format chrome -o split.trace.json split.data
-	run node "$BATS_TEST_DIRNAME/tools/speedscope_check.js" split.trace.json \
+	run "$NODE" "$BATS_TEST_DIRNAME/tools/speedscope_check.js" split.trace.json \
 		"$BATS_TEST_TMPDIR/chrome.png" "split (tid " leaf_a leaf_b leaf_c
 	echo "$output"
 	[ "$status" -eq 0 ]

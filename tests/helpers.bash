@@ -1,11 +1,98 @@
 # SPDX-License-Identifier: MIT
 # Shared set-up for the bats suites: paths, workloads, the options of a --help text, and
 # share arithmetic on folded output.
+#
+# The suites pass on a fresh Debian 12 with what scripts/deps.sh check and make consumers
+# install, and nothing else. A test asserts what proftool guarantees, never how one version
+# of another program spells its output (node's perf-map names, go tool pprof's layout), and
+# runs the Debian package's program by its path ($PYTHON3, $NODE, $GO, $CHROMIUM below), not
+# whatever comes first on PATH (a pyenv shim, nvm's node, a go from go.dev). When something
+# the set-up installs is missing, the test calls need, need_package or skip_or_fail: it skips
+# on a developer's machine but fails under CI=true, where a check that did not run must not
+# pass as green. Plain skip is for extra coverage a fresh Debian 12 lacks (CPython >= 3.12
+# for -X perf, a second node on PATH) and for what a machine may rightly deny (root,
+# perf_event_paranoid, kptr_restrict, mounting a tmpfs). Nothing depends on the locale, the
+# terminal or the number of CPUs, and a test waits for work done, not for time passed.
 
 bats_require_minimum_version 1.5.0
 
 : "${PROFTOOL:?run the suites through 'make check' (PROFTOOL is unset)}"
 : "${WORKLOADS:?run the suites through 'make check' (WORKLOADS is unset)}"
+
+# as make check does, also when a suite is run by hand
+export LC_ALL=C
+
+# The Debian packages' programs the tests run (scripts/deps.sh check installs them). NODE, GO
+# and CHROMIUM may name others, to try another version on purpose.
+PYTHON3=/usr/bin/python3
+NODE=${NODE:-/usr/bin/node}
+GO=${GO:-/usr/bin/go}
+CHROMIUM=${CHROMIUM:-/usr/bin/chromium}
+
+# python3 in a test is Debian's, never a pyenv shim or a virtualenv's earlier on PATH
+python3() {
+	"$PYTHON3" "$@"
+}
+
+# ---- what the machine has ----
+
+# ci: whether this is CI (CI=true), where everything the set-up installs must be there
+ci() {
+	[ "${CI:-}" = true ] || [ "${CI:-}" = 1 ]
+}
+
+# skip_or_fail REASON: skips the test, but fails it under CI=true, saying why
+skip_or_fail() {
+	if ci; then
+		echo "proftool tests: $1; under CI=true a check that cannot run fails" >&2
+		return 1
+	fi
+	skip "$1"
+}
+
+# need PROGRAM PACKAGE: PROGRAM (a path, or a name on PATH) of the Debian package PACKAGE,
+# which scripts/deps.sh check installs; skip_or_fail without it
+need() {
+	command -v "$1" >/dev/null 2>&1 ||
+		skip_or_fail "$1 is missing (Debian package $2; scripts/deps.sh check installs it)"
+}
+
+# package_installed PACKAGE: whether dpkg has the Debian package PACKAGE installed
+package_installed() {
+	dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'ok installed'
+}
+
+# need_package PACKAGE: the Debian package PACKAGE, which scripts/deps.sh check installs
+need_package() {
+	package_installed "$1" ||
+		skip_or_fail "the Debian package $1 is not installed (scripts/deps.sh check installs it)"
+}
+
+# need_browser [speedscope]: Debian's node and chromium, playwright-core and (with
+# 'speedscope') speedscope's app from make consumers; exports CHROMIUM and PLAYWRIGHT for
+# the scripts in tests/tools
+need_browser() {
+	need "$NODE" nodejs
+	need "$CHROMIUM" chromium
+	[ -n "${CONSUMERS:-}" ] || skip_or_fail "CONSUMERS is unset (make check sets it; the npm packages live there)"
+	[ -f "$CONSUMERS/node_modules/playwright-core/package.json" ] ||
+		skip_or_fail "playwright-core is missing from $CONSUMERS/node_modules (make consumers installs it)"
+	if [ "${1:-}" = speedscope ]; then
+		[ -f "$CONSUMERS/node_modules/speedscope/dist/release/index.html" ] ||
+			skip_or_fail "speedscope is missing from $CONSUMERS/node_modules (make consumers installs it)"
+	fi
+	export CHROMIUM PLAYWRIGHT=$CONSUMERS/node_modules/playwright-core
+}
+
+# need_nobody: root, setpriv and the user 'nobody'; AS_NOBODY then runs a command as
+# nobody, whose uid is in $nobody_uid
+need_nobody() {
+	[ "$(id -u)" = 0 ] || skip "needs root to act as another user"
+	need setpriv util-linux
+	id nobody >/dev/null 2>&1 || skip_or_fail "there is no user 'nobody' (Debian's base-passwd has one)"
+	nobody_uid=$(id -u nobody)
+	AS_NOBODY=(setpriv --reuid="$nobody_uid" --regid="$(id -g nobody)" --clear-groups --)
+}
 
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
@@ -72,6 +159,23 @@ burn_ticks() {
 		sleep 0.025
 	done
 	echo "process $1 did not use $2 ticks of CPU in a minute" >&2
+	return 1
+}
+
+# wait_child PARENT COMM: waits (up to 20 s) for a child of PARENT named COMM, prints its pid
+wait_child() {
+	local c
+
+	for _ in $(seq 400); do
+		for c in $(pgrep -P "$1"); do
+			if [ "$(cat /proc/"$c"/comm 2>/dev/null)" = "$2" ]; then
+				echo "$c"
+				return 0
+			fi
+		done
+		sleep 0.05
+	done
+	echo "no child '$2' of $1 appeared" >&2
 	return 1
 }
 

@@ -8,7 +8,7 @@ load helpers
 
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
-	command -v ld.lld >/dev/null || skip "ld.lld is not installed (Debian package lld)"
+	need ld.lld lld
 }
 
 @test "a program linked by lld, without frame pointers: DWARF stacks whole, shares right" {

@@ -18,9 +18,8 @@ setup() {
 	held=()         # commands they profile, stopped in teardown
 	tmp_work=
 	if [ "$(id -u)" -eq 0 ]; then
-		command -v setpriv >/dev/null || skip "setpriv (util-linux) is needed to run as 'nobody'"
-		id nobody >/dev/null 2>&1 || skip "there is no user 'nobody' to run as"
-		AS_USER=(setpriv --reuid="$(id -u nobody)" --regid="$(id -g nobody)" --clear-groups --)
+		need_nobody
+		AS_USER=("${AS_NOBODY[@]}")
 	else
 		AS_USER=()
 	fi

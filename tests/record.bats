@@ -75,19 +75,13 @@ load helpers
 }
 
 # Starts record in the background on a long-running workload and waits until the
-# workload itself (not its pre-exec copy) runs and has burnt some CPU.
+# workload itself (not its pre-exec copy) runs and has burnt some CPU (work done, not time
+# passed: half a second on a loaded machine can leave the profile empty).
 start_long_record() {
 	"$PROFTOOL" record -q -o "$1" -- "$WORKLOADS/exitcode" "$2" 100 &
 	rec=$!
-	for _ in $(seq 100); do
-		child=$(pgrep -P "$rec" || true)
-		if [ -n "$child" ] && [ "$(cat /proc/"$child"/comm 2>/dev/null)" = exitcode ]; then
-			break
-		fi
-		sleep 0.05
-	done
-	[ "$(cat /proc/"$child"/comm)" = exitcode ]
-	sleep 0.5
+	child=$(wait_child "$rec" exitcode)
+	burn_ticks "$child" 20
 }
 
 @test "SIGINT to record reaches the command and the profile is still written" {

@@ -7,7 +7,7 @@ load helpers
 
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
-	command -v script >/dev/null || skip "script (bsdutils) is needed for a pseudo-terminal"
+	need script bsdutils
 }
 
 # on_tty SHELL-COMMAND: runs SHELL-COMMAND (bash syntax) with a terminal as stdin, stdout
@@ -59,7 +59,7 @@ on_tty() {
 # quit at once on a second interrupt). A kill(1) aimed at record alone is still passed on
 # (record.bats).
 @test "Ctrl-C on the terminal reaches the command once, and the profile is written" {
-	command -v python3 >/dev/null || skip "python3 is needed to drive a pseudo-terminal"
+	need "$PYTHON3" python3
 	for backend in perf ptrace; do
 		ctrl_c_on_tty "$backend"
 	done

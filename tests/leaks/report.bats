@@ -35,7 +35,7 @@ vg() {
 }
 
 @test "report frees everything and closes its files, in every format" {
-	command -v valgrind >/dev/null || skip "valgrind is not installed (scripts/deps.sh check installs it)"
+	need valgrind valgrind
 	big=$BATS_FILE_TMPDIR/big.data
 	for fmt in table tree callers callees folded json timers speedscope chrome pprof svg html; do
 		vg 0 report --format "$fmt" -o "out.$fmt" "$big"
@@ -48,7 +48,7 @@ vg() {
 }
 
 @test "the error paths free and close too" {
-	command -v valgrind >/dev/null || skip "valgrind is not installed (scripts/deps.sh check installs it)"
+	need valgrind valgrind
 	printf 'not a profile' >bad.data
 	vg 1 report bad.data
 	vg 1 report --match '^no_such_function$' --format callers "$BATS_FILE_TMPDIR/big.data"
