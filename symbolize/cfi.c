@@ -82,26 +82,19 @@ static bool has_section(Elf *elf, const char *name)
 struct sym_cfi *sym_cfi_open(int fd)
 {
 	struct sym_cfi *c;
-	size_t phnum;
 	Elf *elf;
 
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return NULL;
-	if (elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum) != 0) {
+	c = xcalloc(1, sizeof(*c));
+	if (!sym_elf_loads(elf, &c->loads, &c->nr_loads)) {
+		free(c);
 		elf_end(elf);
 		return NULL;
 	}
-	c = xcalloc(1, sizeof(*c));
 	c->elf = elf;
-	c->loads = xmalloc(st_mult(phnum + 1, sizeof(*c->loads)));
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD)
-			c->loads[c->nr_loads++] = ph;
-	}
 	c->eh = dwarf_getcfi_elf(elf);
 	/*
 	 * .debug_frame of the file itself, where there is one, as libdwfl

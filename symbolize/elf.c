@@ -20,7 +20,7 @@ struct sym_elf {
 	struct sym_syms *syms;  /* built at the first lookup */
 	struct sym_fdes *fdes;  /* likewise */
 	GElf_Phdr *loads;       /* PT_LOAD headers, in file order */
-	size_t nr_loads, alloc_loads;
+	size_t nr_loads;
 	char **owned;           /* demangled names handed out, freed at close */
 	size_t nr_owned, alloc_owned;
 	uint64_t entry;         /* e_entry: where the program starts; 0 when none */
@@ -42,7 +42,6 @@ struct sym_elf *sym_elf_open(const char *path, int fd)
 	const char *slash = strrchr(path, '/');
 	GElf_Addr bias;
 	Elf *elf;
-	size_t phnum;
 
 	if (fd < 0)
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -68,21 +67,13 @@ struct sym_elf *sym_elf_open(const char *path, int fd)
 		goto fail;
 	}
 	elf = dwfl_module_getelf(e->mod, &bias);
-	if (!elf || elf_getphdrnum(elf, &phnum) < 0)
+	if (!elf || !sym_elf_loads(elf, &e->loads, &e->nr_loads))
 		goto fail;
 	{
 		GElf_Ehdr eh;
 
 		if (gelf_getehdr(elf, &eh))
 			e->entry = eh.e_entry;
-	}
-	for (size_t i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-
-		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD) {
-			ALLOC_GROW(e->loads, e->nr_loads + 1, e->alloc_loads);
-			e->loads[e->nr_loads++] = ph;
-		}
 	}
 	return e;
 fail:
@@ -334,24 +325,33 @@ bool sym_load_bias(const GElf_Phdr *loads, size_t nr, uint64_t start, uint64_t p
 	return ok;
 }
 
+bool sym_elf_loads(Elf *elf, GElf_Phdr **loads, size_t *nr)
+{
+	size_t phnum;
+
+	*loads = NULL;
+	*nr = 0;
+	if (elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &phnum) != 0)
+		return false;
+	*loads = xmalloc(st_mult(phnum + 1, sizeof(**loads)));
+	for (size_t i = 0; i < phnum; i++)
+		if (gelf_getphdr(elf, i, &(*loads)[*nr]) && (*loads)[*nr].p_type == PT_LOAD)
+			(*nr)++;
+	return true;
+}
+
 bool sym_elf_bias(int fd, uint64_t start, uint64_t pgoff, uint64_t *bias)
 {
-	GElf_Phdr *loads = NULL;
-	size_t phnum, nr = 0;
-	bool ok = false;
+	GElf_Phdr *loads;
+	size_t nr;
+	bool ok;
 	Elf *elf;
 
 	elf_version(EV_CURRENT);
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		return false;
-	if (elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &phnum) == 0) {
-		loads = xmalloc(st_mult(phnum + 1, sizeof(*loads)));
-		for (size_t i = 0; i < phnum; i++)
-			if (gelf_getphdr(elf, i, &loads[nr]) && loads[nr].p_type == PT_LOAD)
-				nr++;
-		ok = sym_load_bias(loads, nr, start, pgoff, bias);
-	}
+	ok = sym_elf_loads(elf, &loads, &nr) && sym_load_bias(loads, nr, start, pgoff, bias);
 	free(loads);
 	elf_end(elf);
 	return ok;

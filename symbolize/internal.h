@@ -158,6 +158,12 @@ enum sym_cfi_step sym_cfi_step(struct sym_cfi *c, uint64_t addr, struct sym_regs
 			       sym_read_fn *read, void *arg, bool *signal);
 
 /*
+ * The PT_LOAD headers of ELF, in file order, into a malloc'd *LOADS the
+ * caller frees (*NR of them); false when ELF is not an ELF file.
+ */
+bool sym_elf_loads(Elf *elf, GElf_Phdr **loads, size_t *nr);
+
+/*
  * The load bias of the PT_LOAD segments LOADS mapped at START from file
  * offset PGOFF (runtime address = link-time address + bias).
  */
@@ -193,8 +199,8 @@ typedef void sym_code_fn(void *arg, uint64_t pc, struct sym_code *out);
  * SP; CODE tells, for an address, the file's CFI and load bias. Fills PCS
  * leaf first with lookup addresses (a caller's return address minus one)
  * and returns their number (SYM_MAX_FRAMES at most); *STOP says why the
- * walk ended and *STOP_MODULE the module id of the last frame (UINT32_MAX
- * if none). Reads nothing but the copy.
+ * walk ended and, for no CFI or unreadable memory, *STOP_MODULE the module
+ * id of the last frame (UINT32_MAX otherwise). Reads nothing but the copy.
  */
 int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, const uint8_t *stack,
 	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module);

@@ -122,12 +122,9 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	if (r->sample.regs && r->sample.stack && pr) {
 		/* DWARF: unwind the copied stack now; the copy dies with this record */
 		struct code_arg ca = { ss, pr };
-		uint32_t mod = UINT32_MAX;
 
 		nr_user = sym_unwind(code_at, &ca, r->sample.regs, r->sample.stack,
-				     r->sample.stack_size, ss->pcs, &stop, &mod);
-		if (stop == SYM_STOP_NO_CFI || stop == SYM_STOP_MEMORY)
-			stop_module = module_at(pr, ss->pcs[nr_user - 1]);
+				     r->sample.stack_size, ss->pcs, &stop, &stop_module);
 		user = ss->pcs;
 	} else {
 		/* frame pointers: callers are return addresses, so look up the call (addr - 1) */

@@ -75,6 +75,7 @@ int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, con
 	struct copy c = { stack, perf_regs[PERF_POS_SP], size, false, false };
 	struct sym_regs regs;
 	bool initial = true, after_signal = false, failed = false;
+	uint32_t last_module = UINT32_MAX; /* of the last frame: its ELF file, if any */
 	int n = 0;
 
 	*stop = SYM_STOP_NONE;
@@ -95,6 +96,7 @@ int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, con
 			return n;
 		}
 		code(code_arg, lookup, &cd);
+		last_module = cd.module;
 		if (cd.cfi)
 			step = sym_cfi_step(cd.cfi, lookup - cd.bias, &regs, read_copy, &c, &signal);
 		/* a signal trampoline's own address is not a return address either */
@@ -114,15 +116,13 @@ int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, con
 		/* the walk may end quietly when the caller's frame is beyond the copy */
 		*stop = SYM_STOP_STACK_COPY;
 	} else if (failed) {
-		struct sym_code cd;
-
-		code(code_arg, pcs[n - 1], &cd);
-		if (cd.module == UINT32_MAX)
+		if (last_module == UINT32_MAX)
 			*stop = SYM_STOP_NO_MAPPING;
 		else if (c.read_failed)
 			*stop = SYM_STOP_MEMORY;
 		else
 			*stop = SYM_STOP_NO_CFI;
+		*stop_module = last_module;
 	}
 	return n;
 }
