@@ -146,6 +146,7 @@ static int do_record(struct sampling_opts *o, char **command)
 		error("cannot run '%s': %s", command[0], strerror(-ret));
 		sampler_close(r.sampler);
 		sym_session_free(r.syms);
+		sym_python_free(o->py);
 		free(cmdline);
 		return EXIT_NOT_RUN;
 	}

@@ -50,7 +50,9 @@ const char sampling_usage[] =
 	"                       needs no perf_event permission); auto (default) uses perf\n"
 	"                       and falls back to ptrace where perf_event_open is denied\n"
 	"  --mode cpu|wall      on-CPU samples (default), or wall-clock samples of every\n"
-	"                       thread, running or blocked (uses the ptrace backend)\n";
+	"                       thread, running or blocked (uses the ptrace backend)\n"
+	"  --python auto|off    find CPython (3.11 to 3.13) in every profiled process and\n"
+	"                       show its Python functions in the stacks (default auto)\n";
 
 void sampling_opts_init(struct sampling_opts *o)
 {
@@ -60,6 +62,7 @@ void sampling_opts_init(struct sampling_opts *o)
 	o->freq = 999;
 	o->callgraph = SAMPLER_CG_DWARF;
 	o->event = SAMPLER_EVENT_CPU_CLOCK;
+	o->python = true;
 }
 
 int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const char *command)
@@ -119,6 +122,14 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 		return 0;
 	case OPT_USER_ONLY:
 		o->user_only = true;
+		return 0;
+	case OPT_PYTHON:
+		if (!strcmp(arg, "auto"))
+			o->python = true;
+		else if (!strcmp(arg, "off"))
+			o->python = false;
+		else
+			return usage_error(command, "--python takes auto or off, not '%s'", arg);
 		return 0;
 	case 'q':
 		o->quiet = true;
@@ -222,6 +233,9 @@ struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 	so->stack_size = o->stack_size;
 	so->user_only = o->user_only;
 	so->wall = o->wall;
+	if (o->python && !o->py)
+		o->py = sym_python_new();
+	so->hook = o->py ? sym_python_hook(o->py) : NULL;
 	/* wall-clock samples of blocked threads are what ptrace sampling gives */
 	so->backend = o->backend == BACKEND_PTRACE || o->wall ? SAMPLER_BACKEND_PTRACE :
 		      SAMPLER_BACKEND_PERF;
@@ -234,8 +248,11 @@ struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 		so->backend = SAMPLER_BACKEND_PTRACE;
 		s = sampler_open(so, err, sizeof(err));
 	}
-	if (!s)
+	if (!s) {
 		error("%s", err);
+		sym_python_free(o->py);
+		o->py = NULL;
+	}
 	o->used = so->backend;
 	return s;
 }
@@ -254,7 +271,8 @@ void sampling_begin(struct sampling_run *r)
 	r->start_real_ns = time_real_ns();
 	r->syms = sym_session_new(&(struct sym_opts){ .start_ns = r->start_ns,
 						     .weight_ns = (uint32_t)(1000000000ull / r->o->freq),
-						     .spill_dir = dir, .spill_chunk = chunk });
+						     .spill_dir = dir, .spill_chunk = chunk,
+						     .python = r->o->py });
 	free(dir);
 }
 
@@ -420,5 +438,6 @@ int sampling_finish(struct sampling_run *r)
 	profile_free(p);
 	sym_session_free(r->syms);
 	r->syms = NULL;
+	sym_python_free(o->py);
 	return ret;
 }

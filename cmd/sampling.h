@@ -22,7 +22,9 @@ struct sampling_opts {
 	bool user_only;
 	enum { BACKEND_AUTO, BACKEND_PERF, BACKEND_PTRACE } backend;
 	bool wall;              /* --mode wall */
+	bool python;            /* --python auto: merge CPython frames */
 	enum sampler_backend used; /* what sampling_open settled on */
+	struct sym_python *py;  /* sampling_open's, when python; freed by sampling_finish */
 };
 
 enum {
@@ -31,6 +33,7 @@ enum {
 	OPT_DURATION,
 	OPT_STACK_SIZE,
 	OPT_USER_ONLY,
+	OPT_PYTHON,
 	OPT_HELP,
 };
 
@@ -41,7 +44,8 @@ enum {
 	{ "mode", required_argument, NULL, OPT_MODE },                      \
 	{ "duration", required_argument, NULL, OPT_DURATION },              \
 	{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },          \
-	{ "user-only", no_argument, NULL, OPT_USER_ONLY }
+	{ "user-only", no_argument, NULL, OPT_USER_ONLY },                  \
+	{ "python", required_argument, NULL, OPT_PYTHON }
 
 /* The help lines for those options, shared by the usage texts. */
 extern const char sampling_usage[];
@@ -82,7 +86,11 @@ struct sampling_run {
  * outside the loop's wait; WAITMASK receives the mask to wait with.
  */
 void sampling_signals(sigset_t *waitmask);
-/* Opens the sampler with the options in O; prints the error and returns NULL on failure. */
+/*
+ * Opens the sampler with the options in O (and, with O->python, the
+ * reader of Python frames in O->py); prints the error and returns NULL on
+ * failure.
+ */
 struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so);
 void sampling_begin(struct sampling_run *r);
 void sampling_loop(struct sampling_run *r, const sigset_t *waitmask);

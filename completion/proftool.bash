@@ -15,8 +15,9 @@ _proftool_options()
 {
 	case $1 in
 	record | attach)
-		opts='-o -F -g --stack-size --user-only -e --backend --mode --duration -q -h --help'
-		args='-o -F -g --stack-size -e --backend --mode --duration'
+		opts='-o -F -g --stack-size --user-only -e --backend --mode --python --duration -q -h
+			--help'
+		args='-o -F -g --stack-size -e --backend --mode --python --duration'
 		;;
 	report)
 		opts='-i --sort --format --min-percent --match --limit --per-thread --per-process
@@ -60,6 +61,7 @@ _proftool_values()
 	-e) values='cpu-clock task-clock cycles instructions' ;;
 	--backend) values='auto perf ptrace' ;;
 	--mode) values='cpu wall' ;;
+	--python) values='auto off' ;;
 	--sort) values='cumtime cumulative tottime time nsamples ncalls calls name filename nfl' ;;
 	--format)
 		if [[ $1 == diff ]]; then

@@ -42,15 +42,23 @@ struct cpu_buf {
  * this is thousands of samples.
  */
 #define DRAIN_LIMIT (256u << 20)
-/* The drain thread sweeps at least this often, however few records come. */
+/*
+ * The drain thread sweeps at least this often, however few records come;
+ * more often with a hook, which reads the sampled process when the record
+ * is drained: the sooner, the closer to what the sample saw.
+ */
 #define DRAIN_PERIOD_MS 20
+#define DRAIN_PERIOD_HOOK_MS 4
+/* Bytes a hook may attach to one sample. */
+#define HOOK_MAX (1u << 20)
 
 struct pending {
 	uint64_t time;
 	uint64_t seq;           /* ties keep ring-buffer order */
 	size_t off;             /* into its chunk */
 	uint32_t chunk;
-	uint32_t len;
+	uint32_t len;           /* the record's bytes, then what the hook wrote after them */
+	uint32_t extra;         /* the hook's bytes (8-byte aligned after the record) */
 };
 
 /*
@@ -557,6 +565,61 @@ static size_t trim_stack(const struct perf_sampler *s, unsigned char *p, size_t 
 	return len;
 }
 
+/*
+ * Shows the hook a record just copied to the stage at OFF: a sample gets
+ * what the hook writes after it; returns those bytes, 8-byte aligned.
+ */
+static uint32_t hook_record(struct perf_sampler *s, struct stage *st, size_t off, size_t len)
+{
+	const struct sampler_hook *hk = s->opts.hook;
+	struct perf_event_header h;
+	uint32_t u32[4];
+	size_t cap = hk->cap < HOOK_MAX ? hk->cap : HOOK_MAX, n;
+
+	memcpy(&h, st->buf + off, sizeof(h));
+	switch (h.type) {
+	case PERF_RECORD_SAMPLE:
+		/* ip, then pid and tid */
+		if (!hk->sample || len < sizeof(h) + 16)
+			return 0;
+		memcpy(u32, st->buf + off + sizeof(h) + 8, 8);
+		ALLOC_GROW(st->buf, off + len + cap, st->alloc);
+		n = hk->sample(hk->arg, (int32_t)u32[0], (int32_t)u32[1], st->buf + off + len, cap);
+		return (uint32_t)((n < cap ? n : cap) + 7) & ~7u;
+	case PERF_RECORD_COMM:
+		if (hk->task && (h.misc & PERF_RECORD_MISC_COMM_EXEC) && len >= sizeof(h) + 8) {
+			memcpy(u32, st->buf + off + sizeof(h), 4);
+			hk->task(hk->arg, SAMPLER_TASK_EXEC, (int32_t)u32[0]);
+		}
+		return 0;
+	case PERF_RECORD_EXIT:
+		/* pid, ppid, tid: the process ends with its last thread, which is not always the leader */
+		if (hk->task && len >= sizeof(h) + 16) {
+			memcpy(u32, st->buf + off + sizeof(h), 16);
+			if (u32[0] == u32[2])
+				hk->task(hk->arg, SAMPLER_TASK_EXIT, (int32_t)u32[0]);
+		}
+		return 0;
+	case PERF_RECORD_MMAP2:
+		/* pid, tid, addr, len, pgoff, maj, min, ino, ino_generation, prot */
+		if (hk->task && len >= sizeof(h) + 64) {
+			memcpy(u32, st->buf + off + sizeof(h), 4);
+			memcpy(&u32[1], st->buf + off + sizeof(h) + 56, 4);
+			if (u32[1] & PROT_EXEC)
+				hk->task(hk->arg, SAMPLER_TASK_MMAP, (int32_t)u32[0]);
+		}
+		return 0;
+	case PERF_RECORD_MMAP:
+		if (hk->task && len >= sizeof(h) + 8) {
+			memcpy(u32, st->buf + off + sizeof(h), 4);
+			hk->task(hk->arg, SAMPLER_TASK_MMAP, (int32_t)u32[0]);
+		}
+		return 0;
+	default:
+		return 0;
+	}
+}
+
 /* Copies the records of one ring buffer into the stage. Called with the lock held. */
 static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *st)
 {
@@ -569,6 +632,7 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *s
 	while (tail < head) {
 		struct perf_event_header h;
 		size_t off = tail & mask, first, len;
+		uint32_t extra;
 		struct pending *pe;
 
 		/* the header itself is 8-byte aligned and never wraps */
@@ -580,14 +644,16 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *s
 		memcpy(st->buf + st->len, data + off, first);
 		memcpy(st->buf + st->len + first, data, h.size - first);
 		len = h.type == PERF_RECORD_SAMPLE ? trim_stack(s, st->buf + st->len, h.size) : h.size;
+		extra = s->opts.hook ? hook_record(s, st, st->len, len) : 0;
 		ALLOC_GROW(st->pend, st->nr + 1, st->alloc_pend);
 		pe = &st->pend[st->nr++];
 		pe->off = st->len;
-		pe->len = len;
+		pe->len = len + extra;
+		pe->extra = extra;
 		pe->seq = s->seq++;
 		pe->time = record_time((struct perf_event_header *)(st->buf + st->len));
-		st->len += len;
-		__atomic_add_fetch(&s->buffered, len, __ATOMIC_RELAXED);
+		st->len += len + extra;
+		__atomic_add_fetch(&s->buffered, len + extra, __ATOMIC_RELAXED);
 		tail += h.size;
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
@@ -611,6 +677,7 @@ static void *drainer_main(void *arg)
 	struct perf_sampler *s = arg;
 	struct pollfd *pfd = xcalloc(s->nr_cpus + 1, sizeof(*pfd));
 	const uint64_t one = 1;
+	const int period = s->opts.hook ? DRAIN_PERIOD_HOOK_MS : DRAIN_PERIOD_MS;
 
 	for (;;) {
 		for (unsigned i = 0; i < s->nr_cpus; i++) {
@@ -620,7 +687,7 @@ static void *drainer_main(void *arg)
 		}
 		pfd[s->nr_cpus].fd = s->stop_fd;
 		pfd[s->nr_cpus].events = POLLIN;
-		if (poll(pfd, s->nr_cpus + 1, DRAIN_PERIOD_MS) < 0 && errno != EINTR)
+		if (poll(pfd, s->nr_cpus + 1, period) < 0 && errno != EINTR)
 			break;
 		if (pfd[s->nr_cpus].revents)
 			break;
@@ -849,7 +916,8 @@ static const char *bounded_str(const unsigned char *p, const unsigned char *end,
 	return buf;
 }
 
-static int deliver(struct perf_sampler *s, const struct perf_event_header *h, sampler_cb cb, void *arg)
+static int deliver(struct perf_sampler *s, const struct perf_event_header *h, uint32_t extra,
+		   sampler_cb cb, void *arg)
 {
 	const unsigned char *p = (const unsigned char *)(h + 1);
 	const unsigned char *end = (const unsigned char *)h + h->size;
@@ -869,6 +937,8 @@ static int deliver(struct perf_sampler *s, const struct perf_event_header *h, sa
 	case PERF_RECORD_SAMPLE:
 		if (!parse_sample(s, p, end, h->misc, &r))
 			return 0;
+		r.sample.extra = extra ? end : NULL;
+		r.sample.extra_size = extra;
 		s->nr_samples++;
 		break;
 	case PERF_RECORD_MMAP2:
@@ -962,7 +1032,8 @@ static int deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, 
 	for (i = 0; i < s->nr_pend && s->pend[i].time < limit; i++) {
 		struct chunk *c = &s->chunks[s->pend[i].chunk];
 
-		ret = deliver(s, (struct perf_event_header *)(c->buf + s->pend[i].off), cb, arg);
+		ret = deliver(s, (struct perf_event_header *)(c->buf + s->pend[i].off), s->pend[i].extra,
+			      cb, arg);
 		c->live--;
 		__atomic_sub_fetch(&s->buffered, s->pend[i].len, __ATOMIC_RELAXED);
 		if (ret) {

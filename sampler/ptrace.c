@@ -102,6 +102,7 @@ struct ptrace_sampler {
 	uint64_t period_ns, next_tick_ns;
 	uint32_t rng;
 	uint8_t *stack;
+	uint64_t *extra;        /* the hook's bytes for one sample (opts.hook->cap) */
 
 	/* the tracer thread, and what it shares with the reader under lock */
 	pthread_t thread;
@@ -258,7 +259,7 @@ static size_t payload_size(const struct sampler_rec *r)
 	case SAMPLER_REC_SAMPLE:
 		return r->sample.nr_chain * sizeof(uint64_t) +
 		       (r->sample.regs ? __builtin_popcountll(r->sample.regs_mask) * sizeof(uint64_t) : 0) +
-		       r->sample.stack_size;
+		       ((r->sample.stack_size + 7) & ~7ull) + r->sample.extra_size;
 	case SAMPLER_REC_MMAP:
 		return strlen(r->mmap.filename) + 1;
 	case SAMPLER_REC_COMM:
@@ -320,6 +321,8 @@ static void emit(struct ptrace_sampler *s, struct sampler_rec *r)
 			q->r.sample.regs = copy_out(&at, r->sample.regs,
 						    __builtin_popcountll(r->sample.regs_mask) * sizeof(uint64_t));
 		q->r.sample.stack = copy_out(&at, r->sample.stack, r->sample.stack_size);
+		at += -r->sample.stack_size & 7;        /* the hook's bytes stay 8-byte aligned */
+		q->r.sample.extra = r->sample.extra_size ? copy_out(&at, r->sample.extra, r->sample.extra_size) : NULL;
 		break;
 	case SAMPLER_REC_MMAP:
 		q->r.mmap.filename = copy_out(&at, r->mmap.filename, payload);
@@ -355,6 +358,12 @@ static void emit_lost(struct ptrace_sampler *s, uint64_t count)
 	r.type = SAMPLER_REC_LOST;
 	r.lost.count = count;
 	emit(s, &r);
+}
+
+static void task_event(struct ptrace_sampler *s, enum sampler_task_event ev, pid_t pid)
+{
+	if (s->opts.hook && s->opts.hook->task)
+		s->opts.hook->task(s->opts.hook->arg, ev, pid);
 }
 
 static struct proc_maps *maps_of(struct ptrace_sampler *s, pid_t pid)
@@ -417,6 +426,7 @@ static void refresh_maps(struct ptrace_sampler *s, pid_t pid, bool quiet)
 		r.mmap.prot = 4; /* PROT_EXEC */
 		r.mmap.filename = name_at ? line + name_at : "";
 		emit(s, &r);
+		task_event(s, SAMPLER_TASK_MMAP, pid);
 	}
 	fclose(f);
 }
@@ -474,6 +484,7 @@ static void on_exec(struct ptrace_sampler *s, pid_t tid)
 	if (!t)
 		return;
 	/* the program changed: forget its old mappings, report the new ones */
+	task_event(s, SAMPLER_TASK_EXEC, t->pid);
 	pm = maps_of(s, t->pid);
 	pm->nr = 0;
 	pm->exec_ns = time_mono_ns();
@@ -492,6 +503,8 @@ static void on_task_exit(struct ptrace_sampler *s, pid_t tid, int status, const 
 		r.pid = t->pid;
 		r.tid = tid;
 		emit(s, &r);
+		if (tid == t->pid)
+			task_event(s, SAMPLER_TASK_EXIT, t->pid);
 		remove_task(s, tid);
 	}
 	if (tid == s->root) {
@@ -655,6 +668,12 @@ static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state 
 		r.sample.regs_mask = 0xff0fffull;
 		r.sample.stack = s->stack;
 		r.sample.stack_size = read_stack(t->pid, regs.rsp, s->stack, s->opts.stack_size);
+	}
+	if (s->opts.hook && s->opts.hook->sample) {
+		/* the hook reads what it needs while the thread cannot change it */
+		r.sample.extra = s->extra;
+		r.sample.extra_size = s->opts.hook->sample(s->opts.hook->arg, t->pid, tid, s->extra,
+							   s->opts.hook->cap);
 	}
 	/* registers and stack are copied: let the thread go before the slow part */
 	ptrace(PTRACE_CONT, tid, 0, 0);
@@ -1039,6 +1058,7 @@ static void ptrace_sampler_free(struct ptrace_sampler *s)
 			close(s->tasks[i].schedstat_fd);
 	free(s->tasks);
 	free(s->stack);
+	free(s->extra);
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	sem_destroy(&s->ready);
@@ -1061,6 +1081,8 @@ struct ptrace_sampler *ptrace_sampler_open(const struct sampler_opts *opts, char
 	s->opts.tids = NULL;	/* the caller's array is read once, by seize_all */
 	s->period_ns = 1000000000ull / opts->freq;
 	s->stack = xmalloc(opts->stack_size ? opts->stack_size : 8);
+	if (opts->hook)
+		s->extra = xmalloc(opts->hook->cap + 8);
 	s->rng = (uint32_t)time_mono_ns() | 1;
 	s->root = opts->enable_on_exec ? opts->pid : 0;
 	s->enabled = !opts->enable_on_exec;

@@ -27,6 +27,33 @@ enum sampler_event {
 	SAMPLER_EVENT_INSTRUCTIONS,
 };
 
+/*
+ * Reading more of a task at sample time, for state that is gone by the
+ * time records are delivered (an interpreter's frames live in its heap,
+ * not in the stack copy). SAMPLE is called for each sample as soon as the
+ * backend has it: the ptrace backend while the thread is still stopped,
+ * the perf backend when its drain thread takes the record out of the ring
+ * buffer (a few ms after the sample). It writes at most CAP bytes about
+ * thread TID of process PID into BUF (8-byte aligned) and returns how many;
+ * they reach the callback with the sample as sample.extra. TASK is told of
+ * each exec, process exit and new executable mapping as the backend sees
+ * them, which across CPUs is not always before a sample that follows them.
+ * Both run on the sampler's own thread (or the caller's during a flush),
+ * never two at once.
+ */
+enum sampler_task_event {
+	SAMPLER_TASK_EXEC,
+	SAMPLER_TASK_EXIT,      /* the whole process */
+	SAMPLER_TASK_MMAP,      /* an executable mapping */
+};
+
+struct sampler_hook {
+	size_t (*sample)(void *arg, int32_t pid, int32_t tid, void *buf, size_t cap);
+	void (*task)(void *arg, enum sampler_task_event ev, int32_t pid);
+	void *arg;
+	size_t cap;
+};
+
 struct sampler_opts {
 	pid_t pid;              /* task to follow, with everything it creates afterwards */
 	const pid_t *tids;      /* or these tasks (attach: every thread that exists) */
@@ -39,6 +66,7 @@ struct sampler_opts {
 	bool user_only;         /* no kernel frames (samples in the kernel still count) */
 	enum sampler_backend backend;
 	bool wall;              /* ptrace: sample threads whether running or blocked */
+	const struct sampler_hook *hook; /* NULL: none */
 };
 
 /* Parses "cpu-clock"...; returns 0 or -EINVAL. */
@@ -84,6 +112,8 @@ struct sampler_rec {
 			const uint8_t *stack;   /* copy of the user stack from SP */
 			uint64_t stack_size;    /* bytes valid in stack */
 			enum sampler_state state; /* wall mode: running or waiting */
+			const void *extra;      /* what the hook wrote (struct sampler_hook) */
+			size_t extra_size;
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;

@@ -12,6 +12,7 @@
 
 #include "base/base.h"
 #include "internal.h"
+#include "pysample.h"
 
 static const char *const stop_reasons[SYM_STOP_NR] = {
 	[SYM_STOP_STACK_COPY] = "stack copy too small",
@@ -50,12 +51,22 @@ static int frame_by_module(const void *a, const void *b, void *arg)
 /* Interns the locations for one raw frame; returns how many (outermost first in LOCS). */
 static size_t resolve_frame(struct profile *p, const struct module *m, struct sym_elf *elf,
 			    const struct sym_kallsyms *ksyms, const struct sym_perfmap *jit,
-			    const struct rawframe *rf, uint32_t *locs)
+			    const struct sym_python *py, const struct rawframe *rf, uint32_t *locs)
 {
 	struct sym_frame fr[SYM_MAX_INLINE];
 	char buf[512];
 	uint64_t vaddr = rf->off;
 	int n = 0;
+
+	if (rf->module == MOD_PYTHON && py) {
+		const char *qualname, *filename;
+		uint32_t first;
+
+		sym_python_func(py, (uint32_t)(rf->off >> 32), &qualname, &filename, &first);
+		locs[0] = profile_add_loc(p, profile_add_func(p, qualname, "[python]", filename, first),
+					  (uint32_t)rf->off);
+		return 1;
+	}
 
 	if (elf && sym_elf_offset_to_vaddr(elf, rf->off, &vaddr))
 		n = sym_elf_resolve(elf, vaddr, fr);
@@ -101,6 +112,27 @@ static size_t resolve_frame(struct profile *p, const struct module *m, struct sy
 	snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, m->name, vaddr);
 	locs[0] = profile_add_loc(p, profile_add_func(p, buf, m->name, NULL, 0), 0);
 	return 1;
+}
+
+/* Each interpreter's samples with and without Python frames, into the profile's meta. */
+static void add_python_stats(struct sym_session *ss, struct profile *p)
+{
+	(void)p;
+	if (getenv("PROFTOOL_DEBUG_PYTHON")) {
+		for (size_t i = 0; i < ss->nr_py_stats; i++) {
+			const struct sym_python_interp *in = sym_python_interp(ss->opts.python, (uint32_t)i);
+			const struct ss_py_stat *st = &ss->py_stats[i];
+
+			fprintf(stderr, "python %s %x%s%s: %" PRIu64 " samples, %" PRIu64 " with frames",
+				in ? in->path : "?", in ? in->version : 0, in && in->unsupported ? " " : "",
+				in && in->unsupported ? in->unsupported : "", st->samples, st->with_frames);
+			for (int m = 0; m < PY_MISS_NR; m++)
+				if (st->miss[m])
+					fprintf(stderr, ", %" PRIu64 " %s", st->miss[m], ss_py_miss_name(m));
+			fputc('\n', stderr);
+		}
+		fprintf(stderr, "python: %" PRIu64 " stacks paired by position\n", ss->py_mismatched);
+	}
 }
 
 struct profile *sym_session_finish(struct sym_session *ss,
@@ -150,7 +182,7 @@ struct profile *sym_session_finish(struct sym_session *ss,
 		ALLOC_GROW(locs, nr_locs + SYM_MAX_INLINE, alloc_locs);
 		loc_start[order[k]] = nr_locs;
 		loc_count[order[k]] = resolve_frame(p, m, elf, ksyms, m->pid == jit_pid ? jit : NULL,
-						    rf, locs + nr_locs);
+						    ss->opts.python, rf, locs + nr_locs);
 		nr_locs += loc_count[order[k]];
 		if (progress && (k % 4096 == 0 || k + 1 == ss->nr_frames))
 			progress(k + 1, ss->nr_frames, arg);
@@ -197,6 +229,7 @@ struct profile *sym_session_finish(struct sym_session *ss,
 		profile_add_unwind_stop(p, stop_reasons[ss->frames[f].off >> 32],
 					mod < ss->nr_mods ? ss->mods[mod].name : NULL, stop_count[f]);
 	}
+	add_python_stats(ss, p);
 	profile_sort_samples(p);
 
 	free(order);

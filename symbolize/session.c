@@ -17,7 +17,7 @@
 struct sym_session *sym_session_new(const struct sym_opts *opts)
 {
 	struct sym_session *ss = xcalloc(1, sizeof(*ss));
-	static const char *const special[] = { "[unknown]", "[kernel]", "[stop]" };
+	static const char *const special[] = { "[unknown]", "[kernel]", "[stop]", "[python]" };
 
 	ss->opts = *opts;
 	ss->prof = profile_new();
@@ -49,6 +49,11 @@ void sym_session_free(struct sym_session *ss)
 	for (size_t i = 0; i < ss->nr_procs; i++)
 		free(ss->procs[i].as.maps);
 	free(ss->pcs);
+	free(ss->stack_frames);
+	free(ss->merged);
+	free(ss->py_stats);
+	free(ss->py_runs);
+	free(ss->py_evals);
 	free(ss->mods);
 	free(ss->procs);
 	free(ss->frames);

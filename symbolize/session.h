@@ -15,6 +15,7 @@ enum {
 	MOD_UNKNOWN,    /* no mapping covers the address */
 	MOD_KERNEL,
 	MOD_STOP,       /* root pseudo-frame: why unwinding stopped (off = reason << 32 | module) */
+	MOD_PYTHON,     /* a Python function (off = sym_python function id << 32 | line) */
 	MOD_FIRST_REAL,
 };
 
@@ -64,6 +65,29 @@ struct rawnode {
 };
 
 
+/* Why a sample of a Python process got no Python frames. */
+enum py_miss {
+	PY_MISS_NO_THREAD,
+	PY_MISS_IDLE,
+	PY_MISS_TORN,
+	PY_MISS_UNREADABLE,
+	PY_MISS_UNSUPPORTED,
+	PY_MISS_NOT_PERMITTED,
+	PY_MISS_OUTSIDE,
+	PY_MISS_NR,
+};
+
+/* Python frames [start, end) of one sample that one native eval loop runs. */
+struct ss_py_run {
+	uint32_t start, end;
+};
+
+/* Samples of the processes running one interpreter (a sym_python interpreter id). */
+struct ss_py_stat {
+	uint64_t samples, with_frames;
+	uint64_t miss[PY_MISS_NR];
+};
+
 struct sym_session {
 	struct sym_opts opts;
 	struct profile *prof;   /* processes, threads and samples go straight in */
@@ -85,6 +109,13 @@ struct sym_session {
 	struct idx node_idx;
 
 	uint64_t *pcs;          /* scratch: one unwound stack */
+	uint32_t *stack_frames, *merged; /* scratch: its frames, innermost first, and with Python's */
+
+	struct ss_py_stat *py_stats;
+	size_t nr_py_stats, alloc_py_stats;
+	struct ss_py_run *py_runs;      /* scratch for merging */
+	uint32_t *py_evals;
+	uint64_t py_mismatched;         /* stacks whose eval loops and Python runs differed in number */
 };
 
 /* ---- procs.c: processes and threads ---- */
@@ -119,5 +150,20 @@ void ss_on_mmap(struct sym_session *ss, const struct sampler_rec *r);
 /* ---- stacks.c: samples and their raw stacks ---- */
 
 void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r);
+uint32_t ss_intern_frame(struct sym_session *ss, uint32_t module, uint64_t off);
+
+/* ---- pymerge.c: Python frames in native stacks ---- */
+
+/*
+ * Merges the Python frames the sampler hook attached to a sample (EXTRA)
+ * into its native user frames NATIVE[0..NR) (interned ids, innermost
+ * first, at addresses PCS; TRUNCATED when the unwind stopped early), into
+ * OUT (room for NR + PY_MAX_DEPTH), and counts the sample for its
+ * interpreter. Returns the number of frames in OUT.
+ */
+size_t ss_py_merge(struct sym_session *ss, const void *extra, size_t extra_size,
+		   const uint64_t *pcs, const uint32_t *native, size_t nr, bool truncated,
+		   uint32_t *out);
+const char *ss_py_miss_name(enum py_miss m);
 
 #endif

@@ -12,8 +12,9 @@
 
 #include "base/base.h"
 #include "internal.h"
+#include "pysample.h"
 
-static uint32_t intern_frame(struct sym_session *ss, uint32_t module, uint64_t off)
+uint32_t ss_intern_frame(struct sym_session *ss, uint32_t module, uint64_t off)
 {
 	uint64_t h = hash_combine(hash_u64(module), off);
 	size_t pos = 0;
@@ -52,10 +53,10 @@ static uint32_t user_frame(struct sym_session *ss, const struct aspace *as, uint
 	const struct map *m = as ? ss_aspace_find(as, addr) : NULL;
 
 	if (!m)
-		return intern_frame(ss, MOD_UNKNOWN, 0);
+		return ss_intern_frame(ss, MOD_UNKNOWN, 0);
 	if (!ss->mods[m->module].is_file)
-		return intern_frame(ss, m->module, addr);
-	return intern_frame(ss, m->module, addr - m->start + m->pgoff);
+		return ss_intern_frame(ss, m->module, addr);
+	return ss_intern_frame(ss, m->module, addr - m->start + m->pgoff);
 }
 
 /*
@@ -116,6 +117,8 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	enum sym_stop stop = SYM_STOP_NONE;
 	uint32_t stop_module = UINT32_MAX;
 	const uint64_t *user;
+	const uint32_t *frames;
+	size_t nr_frames;
 
 	if (!ss->pcs)
 		ss->pcs = xmalloc(SYM_MAX_FRAMES * sizeof(*ss->pcs));
@@ -150,7 +153,22 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 			}
 		}
 	}
-	if (!nr_user && !nk)
+	if (!nr_user && !nk && !r->sample.extra_size)
+		return;
+	if (!ss->stack_frames) {
+		ss->stack_frames = xmalloc(SYM_MAX_FRAMES * sizeof(*ss->stack_frames));
+		ss->merged = xmalloc((SYM_MAX_FRAMES + PY_MAX_DEPTH) * sizeof(*ss->merged));
+	}
+	for (uint32_t i = 0; i < nr_user; i++)
+		ss->stack_frames[i] = user_frame(ss, pr ? &pr->as : NULL, user[i]);
+	frames = ss->stack_frames;
+	nr_frames = nr_user;
+	if (r->sample.extra_size) {
+		nr_frames = ss_py_merge(ss, r->sample.extra, r->sample.extra_size, user, frames,
+					nr_user, stop != SYM_STOP_NONE, ss->merged);
+		frames = ss->merged;
+	}
+	if (!nr_frames && !nk)
 		return;
 	/*
 	 * Why the walk stopped rides along as a pseudo root frame; finishing
@@ -158,13 +176,13 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	 * (ld.so's _start has no CFI and is still the root).
 	 */
 	if (stop != SYM_STOP_NONE)
-		node = intern_node(ss, node, intern_frame(ss, MOD_STOP,
+		node = intern_node(ss, node, ss_intern_frame(ss, MOD_STOP,
 							  (uint64_t)stop << 32 | stop_module));
-	for (uint32_t i = nr_user; i-- > 0;)
-		node = intern_node(ss, node, user_frame(ss, pr ? &pr->as : NULL, user[i]));
+	for (size_t i = nr_frames; i-- > 0;)
+		node = intern_node(ss, node, frames[i]);
 	/* kernel frames, outermost first; callers are return addresses too */
 	for (uint32_t i = nk; i-- > 0;)
-		node = intern_node(ss, node, intern_frame(ss, MOD_KERNEL, i ? chain[i] - 1 : chain[i]));
+		node = intern_node(ss, node, ss_intern_frame(ss, MOD_KERNEL, i ? chain[i] - 1 : chain[i]));
 	profile_add_sample(ss->prof, r->time > ss->opts.start_ns ? r->time - ss->opts.start_ns : 0,
 			   t, node, ss->opts.weight_ns,
 			   r->sample.state == SAMPLER_STATE_RUNNING ? PROFILE_STATE_ON_CPU :

@@ -22,11 +22,23 @@
  */
 struct sym_session;
 
+/*
+ * Python frames. A sym_python finds CPython in the sampled processes and
+ * reads each sample's Python stack through a sampler hook, at sample time;
+ * a session given it (sym_opts.python) merges those frames into the native
+ * stacks. It must outlive both the sampler and the session's finish.
+ */
+struct sym_python;
+struct sym_python *sym_python_new(void);
+void sym_python_free(struct sym_python *py);
+const struct sampler_hook *sym_python_hook(struct sym_python *py);
+
 struct sym_opts {
 	uint64_t start_ns;      /* CLOCK_MONOTONIC origin of sample times */
 	uint32_t weight_ns;     /* time one sample stands for (1 s at most) */
 	const char *spill_dir;  /* where samples past SPILL_CHUNK go (profile_spill_start); NULL: memory */
 	size_t spill_chunk;
+	struct sym_python *python;      /* NULL: native stacks only */
 };
 
 /*
