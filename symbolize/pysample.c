@@ -342,8 +342,16 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, void *buf, size_t
 	max = (cap - sizeof(hdr)) / sizeof(*out);
 	if (max > PY_MAX_DEPTH)
 		max = PY_MAX_DEPTH;
-	if (pp->reader)
+	/*
+	 * A running thread's chain can change under the walk (the perf
+	 * backend reads without stopping it): a torn or unreadable read is
+	 * tried again at once, which almost always gets a whole stack.
+	 */
+	for (int tries = 0; pp->reader && tries < 3; tries++) {
 		n = py_read_stack(pp->reader, tid, py->frames, max, &st);
+		if (st != PY_STACK_TORN && st != PY_STACK_UNREADABLE)
+			break;
+	}
 	hdr.interp = pp->interp;
 	hdr.status = !pp->reader && pp->open_errno == EPERM ? PYX_NOT_PERMITTED :
 		     !pp->reader && pp->open_errno == EFAULT ? PY_STACK_UNREADABLE : st;
