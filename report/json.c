@@ -184,10 +184,11 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 	for (size_t i = 0; i < nr_fs; i++) {
 		const struct profile_func *f = &p->funcs[fs[i].func];
 		json_t *j = json_object();
+		char label[4096];
 
 		fid[fs[i].func] = i;
 		json_object_set_new(j, "id", json_integer((json_int_t)i));
-		json_object_set_new(j, "name", str(f->name));
+		json_object_set_new(j, "name", str(report_func_name(f, label, sizeof(label))));
 		json_object_set_new(j, "module", str(f->module));
 		json_object_set_new(j, "file", str(f->file));
 		json_object_set_new(j, "line", f->line ? json_integer(f->line) : json_null());
@@ -335,7 +336,8 @@ static char **child_keys(const struct profile *p, const struct report_tree *t, u
 	for (uint32_t k = 0; k < n; k++) {
 		const struct profile_func *f = &p->funcs[t->nodes[kids[k]].func];
 		const char *mod = f->module ? f->module : "?";
-		char buf[1024];
+		char buf[1024], label[1024];
+		const char *name = report_func_name(f, label, sizeof(label));
 
 		for (unsigned attempt = 0;; attempt++) {
 			uint64_t h;
@@ -344,11 +346,11 @@ static char **child_keys(const struct profile *p, const struct report_tree *t, u
 			bool clash = false;
 
 			if (attempt == 0)
-				snprintf(buf, sizeof(buf), "%s", f->name);
+				snprintf(buf, sizeof(buf), "%s", name);
 			else if (attempt == 1)
-				snprintf(buf, sizeof(buf), "%s (%s)", f->name, mod);
+				snprintf(buf, sizeof(buf), "%s (%s)", name, mod);
 			else
-				snprintf(buf, sizeof(buf), "%s (%s) #%u", f->name, mod, attempt);
+				snprintf(buf, sizeof(buf), "%s (%s) #%u", name, mod, attempt);
 			h = hash_str(buf, 0);
 			while (!clash && (j = idx_next(&used, h, &pos)) != IDX_NONE)
 				clash = !strcmp(keys[j], buf);

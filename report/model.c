@@ -167,9 +167,13 @@ struct report_func_stat *report_func_stats(const struct profile *p, const bool *
 
 bool report_stack_complete(const struct profile *p, uint32_t stack)
 {
+	const struct profile_func *f;
+
 	while (p->stacks[stack].parent != PROFILE_NONE)
 		stack = p->stacks[stack].parent;
-	return profile_func_is_root(p->funcs[p->locs[p->stacks[stack].loc].func].name);
+	f = &p->funcs[p->locs[p->stacks[stack].loc].func];
+	/* a Python function named "start" is no thread's entry */
+	return !profile_func_is_python(f) && profile_func_is_root(f->name);
 }
 
 /* ---- sort orders ---- */
@@ -273,14 +277,65 @@ void report_sort_stats(const struct profile *p, struct report_func_stat *st, siz
 
 /* ---- labels, names, folded stacks ---- */
 
-void report_func_label(const struct profile_func *f, char *buf, size_t n)
+size_t report_func_label(const struct profile_func *f, char *buf, size_t n)
 {
+	int len;
+
 	if (f->file)
-		snprintf(buf, n, "%s:%" PRIu32 "(%s)", f->file, f->line, f->name);
+		len = snprintf(buf, n, "%s:%" PRIu32 "(%s)", f->file, f->line, f->name);
 	else if (f->name[0] == '[' || !strncmp(f->name, f->module, strlen(f->module)))
-		snprintf(buf, n, "%s", f->name);  /* [unknown], module+0xOFF */
+		len = snprintf(buf, n, "%s", f->name);  /* [unknown], module+0xOFF */
 	else
-		snprintf(buf, n, "%s(%s)", f->module, f->name);
+		len = snprintf(buf, n, "%s(%s)", f->module, f->name);
+	return len > 0 ? (size_t)len : 0;
+}
+
+const char *report_func_name(const struct profile_func *f, char *buf, size_t n)
+{
+	if (!profile_func_is_python(f))
+		return f->name;
+	report_func_label(f, buf, n);
+	return buf;
+}
+
+const char **report_func_names(const struct profile *p)
+{
+	const char **names = xmalloc(st_mult(p->nr_funcs + 1, sizeof(*names)));
+
+	for (size_t i = 0; i < p->nr_funcs; i++) {
+		const struct profile_func *f = &p->funcs[i];
+		size_t len;
+		char *buf;
+
+		if (!profile_func_is_python(f)) {
+			names[i] = f->name;
+			continue;
+		}
+		len = report_func_label(f, NULL, 0);
+		buf = xmalloc(len + 1);
+		names[i] = report_func_name(f, buf, len + 1);
+	}
+	return names;
+}
+
+void report_func_names_free(const struct profile *p, const char **names)
+{
+	if (!names)
+		return;
+	for (size_t i = 0; i < p->nr_funcs; i++)
+		if (names[i] != p->funcs[i].name)
+			free((char *)names[i]);
+	free(names);
+}
+
+bool report_func_matches(const struct profile_func *f, const regex_t *re)
+{
+	char label[4096];
+
+	if (!regexec(re, f->name, 0, NULL, 0))
+		return true;
+	return profile_func_is_python(f) &&
+	       !regexec(re, report_func_name(f, label, sizeof(label)), 0, NULL, 0);
 }
 
 bool report_any_match(const struct profile *p, const bool *keep, const char *match)
@@ -298,7 +353,7 @@ bool report_any_match(const struct profile *p, const bool *keep, const char *mat
 			for (uint32_t a = p->samples[i].stack; a != PROFILE_NONE; a = p->stacks[a].parent)
 				sampled[p->locs[p->stacks[a].loc].func] = true;
 	for (size_t f = 0; f < p->nr_funcs && !found; f++)
-		found = sampled[f] && !regexec(&re, p->funcs[f].name, 0, NULL, 0);
+		found = sampled[f] && report_func_matches(&p->funcs[f], &re);
 	regfree(&re);
 	free(sampled);
 	return found;
@@ -311,14 +366,15 @@ static void put_frame(FILE *out, const char *name)
 		fputc(*c == ';' ? ':' : (*c == '\n' || *c == '\r') ? ' ' : *c, out);
 }
 
-static void put_stack(FILE *out, const struct profile *p, uint32_t s, uint32_t *scratch)
+static void put_stack(FILE *out, const struct profile *p, const char *const *names, uint32_t s,
+		      uint32_t *scratch)
 {
 	size_t n = 0;
 
 	for (uint32_t a = s; a != PROFILE_NONE; a = p->stacks[a].parent)
 		scratch[n++] = a;
 	while (n--) {
-		put_frame(out, p->funcs[p->locs[p->stacks[scratch[n]].loc].func].name);
+		put_frame(out, names[p->locs[p->stacks[scratch[n]].loc].func]);
 		if (n)
 			fputc(';', out);
 	}
@@ -333,6 +389,7 @@ static int folded_cmp(const void *a, const void *b)
 struct report_folded *report_folded_lines(const struct profile *p, const bool *keep,
 					  const char *prefix, size_t *nr_out)
 {
+	const char **names = report_func_names(p);
 	uint64_t *count, *weight;
 	struct report_folded *lines = NULL;
 	size_t nr = 0, alloc = 0, out = 0;
@@ -358,7 +415,7 @@ struct report_folded *report_folded_lines(const struct profile *p, const bool *k
 			put_frame(m, prefix);
 			fputc(';', m);
 		}
-		put_stack(m, p, s, scratch);
+		put_stack(m, p, names, s, scratch);
 		fclose(m);
 		lines[nr].count = count[s];
 		lines[nr++].weight_ns = weight[s];
@@ -377,6 +434,7 @@ struct report_folded *report_folded_lines(const struct profile *p, const bool *k
 	free(scratch);
 	free(count);
 	free(weight);
+	report_func_names_free(p, names);
 	*nr_out = out;
 	return lines;
 }

@@ -9,6 +9,7 @@
 #ifndef PROFTOOL_REPORT_MODEL_H
 #define PROFTOOL_REPORT_MODEL_H
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,10 +36,33 @@ bool *report_select_samples(const struct profile *p, const struct report_filter 
 uint64_t report_stack_counts(const struct profile *p, const bool *keep, uint64_t **n,
 			     uint64_t **ns, uint64_t *total_ns);
 
-/* "file:line(function)", "module(function)" or the bare name, as the table shows a function. */
-void report_func_label(const struct profile_func *f, char *buf, size_t n);
+/*
+ * "file:line(function)", "module(function)" or the bare name, as the table
+ * shows a function, into BUF (N bytes, truncated to fit). Returns the
+ * length of the whole label, as snprintf does.
+ */
+size_t report_func_label(const struct profile_func *f, char *buf, size_t n);
 
-/* Whether a function of the samples KEEP accepts has a name matching the POSIX ERE MATCH. */
+/*
+ * The name every writer gives a function (folded stacks, flame graphs, the
+ * exports, diff): its own name, but a Python function's label
+ * "FILE:FIRSTLINE(QUALNAME)", as cProfile names it, since a qualified name
+ * alone ("<module>", "main") is not unique across files. Returns f->name,
+ * or BUF (N bytes) holding the label.
+ */
+const char *report_func_name(const struct profile_func *f, char *buf, size_t n);
+
+/*
+ * report_func_name() of every function of P, whole, for writers that keep
+ * names: an array of p->nr_funcs strings, freed with report_func_names_free().
+ */
+const char **report_func_names(const struct profile *p);
+void report_func_names_free(const struct profile *p, const char **names);
+
+/* Whether RE (compiled with REG_NOSUB) matches F's name, or a Python function's label. */
+bool report_func_matches(const struct profile_func *f, const regex_t *re);
+
+/* Whether a function of the samples KEEP accepts matches the POSIX ERE MATCH (report_func_matches). */
 bool report_any_match(const struct profile *p, const bool *keep, const char *match);
 
 /*
@@ -50,8 +74,8 @@ bool report_any_match(const struct profile *p, const bool *keep, const char *mat
 size_t *report_samples_by_thread(const struct profile *p, const bool *keep, size_t **start_out);
 
 /*
- * Folded stacks of the samples KEEP accepts: "root;...;leaf" by function
- * name (';' in names made ':'), one entry per distinct text, sorted by
+ * Folded stacks of the samples KEEP accepts: "root;...;leaf" by
+ * report_func_name() (';' in names made ':'), one entry per distinct text, sorted by
  * text. PREFIX, when not NULL, is put before the root as a frame of its
  * own. Returns the array (*NR entries), owned by the caller: free each
  * text, then the array (report_folded_free).

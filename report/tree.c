@@ -161,7 +161,7 @@ int report_write_calls(FILE *out, const struct profile *p, const bool *keep, boo
 		uint32_t f = st[i].func;
 		bool first = true;
 
-		if (match && regexec(&re, p->funcs[f].name, 0, NULL, 0))
+		if (match && !report_func_matches(&p->funcs[f], &re))
 			continue;
 		shown++;
 		report_func_label(&p->funcs[f], label, sizeof(label));
