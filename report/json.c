@@ -64,6 +64,33 @@ static json_t *stop_json(const char *reason, const char *module, uint64_t count)
 	return s;
 }
 
+/* The Python interpreters, as the profile has them: the whole recording's. */
+static json_t *pythons_json(const struct profile_meta *m)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < m->nr_pythons; i++) {
+		const struct profile_python *py = &m->pythons[i];
+		json_t *j = json_object(), *misses = json_array();
+
+		json_object_set_new(j, "interpreter", str(py->interpreter));
+		json_object_set_new(j, "version", str(py->version));
+		json_object_set_new(j, "unsupported", str(py->unsupported));
+		json_object_set_new(j, "samples", u64(py->samples));
+		json_object_set_new(j, "with_frames", u64(py->with_frames));
+		for (size_t k = 0; k < py->nr_misses; k++) {
+			json_t *ms = json_object();
+
+			json_object_set_new(ms, "reason", str(py->misses[k].reason));
+			json_object_set_new(ms, "count", u64(py->misses[k].count));
+			json_array_append_new(misses, ms);
+		}
+		json_object_set_new(j, "misses", misses);
+		json_array_append_new(a, j);
+	}
+	return a;
+}
+
 /* The recording, and the same figures as the text header for the kept samples. */
 static json_t *meta_json(const struct profile *p, const struct report_summary *s)
 {
@@ -115,6 +142,7 @@ static json_t *meta_json(const struct profile *p, const struct report_summary *s
 		json_array_append_new(stops, stop_json(NULL, NULL, s->unexplained));
 	json_object_set_new(j, "unwind_stops_kept", stops);
 	json_object_set_new(j, "unwind_stops_kept_exact", json_boolean(s->stops_exact));
+	json_object_set_new(j, "python", pythons_json(m));
 	return j;
 }
 
