@@ -229,7 +229,7 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 	json_object_set_new(root, "functions", arr);
 
 	/* stacks by function (lines merged): every tree node with samples of its own */
-	report_tree_build(&t, p, keep, NULL);
+	report_tree_build(&t, p, keep, false, NULL);
 	arr = json_array();
 	for (size_t n = 0; n < t.nr; n++) {
 		json_t *j, *frames;
@@ -431,7 +431,7 @@ int report_write_timers(FILE *out, const struct profile *p, const bool *keep)
 	const struct profile_meta *m = &p->meta;
 	bool *par;
 
-	report_tree_build(&t, p, keep, &stack_node);
+	report_tree_build(&t, p, keep, false, &stack_node);
 	par = parallel_nodes(p, keep, &t, stack_node);
 	fputs("{\"name\": \"root\", ", out);
 	put_timer(out, t.total_ns, 0, t.total, par[t.nr]);
