@@ -31,6 +31,10 @@ static const char report_usage[] =
 	"  --min-percent P      tree: fold nodes under P% of the samples into one line\n"
 	"                       (default 0.5)\n"
 	"  --match REGEX        callers/callees: only functions whose name matches REGEX\n"
+	"                       (a Python function's qualified name or FILE:LINE(NAME))\n"
+	"  --lines              table, tree, callers, callees: a row per source line\n"
+	"                       (the line a Python function was running, a native\n"
+	"                       function's source line) instead of per function\n"
 	"  --limit N            rows in tables; 0 shows all (default 30)\n"
 	"  --per-thread         one report per thread, titled by its name and ids\n"
 	"  --per-process        one report per process, titled by its name and pid\n"
@@ -58,6 +62,7 @@ enum {
 	OPT_TIME_RANGE,
 	OPT_MATCH,
 	OPT_STATE,
+	OPT_LINES,
 };
 
 static const struct option report_options[] = {
@@ -73,6 +78,7 @@ static const struct option report_options[] = {
 	{ "time-range", required_argument, NULL, OPT_TIME_RANGE },
 	{ "match", required_argument, NULL, OPT_MATCH },
 	{ "state", required_argument, NULL, OPT_STATE },
+	{ "lines", no_argument, NULL, OPT_LINES },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -166,6 +172,9 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 		case OPT_PER_PROCESS:
 			o->ro.per_process = true;
 			break;
+		case OPT_LINES:
+			o->ro.lines = true;
+			break;
 		case OPT_TIME_RANGE:
 			if (!parse_time_range(optarg, &o->ro.filter))
 				return usage_error("report", "--time-range takes START-END in seconds (e.g. 2-5, 2-, -5), not '%s'", optarg);
@@ -210,6 +219,9 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 	if ((o->ro.per_thread || o->ro.per_process) && report_format_is_export(o->ro.format))
 		return usage_error("report", "--per-thread and --per-process go with table, tree, callers, callees and folded; "
 				   "the other formats keep threads apart themselves or not at all (filter with --tid or --pid)");
+	if (o->ro.lines && o->ro.format != REPORT_TABLE && o->ro.format != REPORT_TREE &&
+	    o->ro.format != REPORT_CALLERS && o->ro.format != REPORT_CALLEES)
+		return usage_error("report", "--lines goes with table, tree, callers and callees (the other formats name functions)");
 	if (o->ro.format == REPORT_PPROF && !o->output && isatty(STDOUT_FILENO))
 		return usage_error("report", "pprof output is binary: write it to a file with -o FILE");
 	if (!o->nr_inputs) {

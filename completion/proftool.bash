@@ -20,8 +20,8 @@ _proftool_options()
 		args='-o -F -g --stack-size -e --backend --mode --python --duration'
 		;;
 	report)
-		opts='-i --sort --format --min-percent --match --limit --per-thread --per-process
-			--time-range --pid --tid --comm --state -o -h --help'
+		opts='-i --sort --format --min-percent --match --lines --limit --per-thread
+			--per-process --time-range --pid --tid --comm --state -o -h --help'
 		args='-i --sort --format --min-percent --match --limit --time-range --pid --tid
 			--comm --state -o'
 		;;

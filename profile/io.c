@@ -23,6 +23,34 @@ static json_t *jstr(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
+/* A count of the meta as the file holds it: a JSON integer, so at most INT64_MAX. */
+static json_int_t count_int(uint64_t v)
+{
+	return v > INT64_MAX ? INT64_MAX : (json_int_t)v;
+}
+
+static json_t *pythons_to_json(const struct profile_meta *m)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < m->nr_pythons; i++) {
+		const struct profile_python *py = &m->pythons[i];
+		json_t *misses = json_array();
+
+		for (size_t j = 0; j < py->nr_misses; j++)
+			json_array_append_new(misses, json_pack("{s:s, s:I}", "reason", py->misses[j].reason,
+								"count", count_int(py->misses[j].count)));
+		json_array_append_new(a, json_pack("{s:s, s:o, s:o, s:I, s:I, s:o}",
+						   "interpreter", py->interpreter,
+						   "version", jstr(py->version),
+						   "unsupported", jstr(py->unsupported),
+						   "samples", count_int(py->samples),
+						   "with_frames", count_int(py->with_frames),
+						   "misses", misses));
+	}
+	return a;
+}
+
 static json_t *meta_to_json(const struct profile_meta *m, size_t nr_samples)
 {
 	json_t *stops = json_array(), *meta;
@@ -49,6 +77,7 @@ static json_t *meta_to_json(const struct profile_meta *m, size_t nr_samples)
 			 "exit_status", (json_int_t)m->exit_status,
 			 "samples", (json_int_t)nr_samples);
 	json_object_set_new(meta, "unwind_stops", stops);
+	json_object_set_new(meta, "python", pythons_to_json(m));
 	return meta;
 }
 
@@ -459,6 +488,63 @@ static void read_meta(struct profile *p, json_t *meta)
 	}
 }
 
+/* A string or null (or absent, read as null); false for anything else. */
+static bool str_or_null(json_t *v, const char **out)
+{
+	*out = json_is_string(v) ? json_string_value(v) : NULL;
+	return !v || json_is_null(v) || json_is_string(v);
+}
+
+/*
+ * meta.python, optional, added without a version bump: older files have
+ * none. Unlike the recording's other figures it is checked, since the
+ * header prints every field of it: a malformed entry makes the file corrupt.
+ */
+static void read_pythons(struct reader *r, struct profile *p, json_t *meta)
+{
+	json_t *a = json_object_get(meta, "python"), *o;
+	size_t i;
+
+	if (!a)
+		return;
+	if (!json_is_array(a)) {
+		bad(r, "meta field 'python' is not an array");
+		return;
+	}
+	json_array_foreach(a, i, o) {
+		json_t *version = NULL, *unsupported = NULL, *misses = NULL, *ms;
+		const char *interp = NULL, *ver, *why;
+		json_int_t samples = -1, with = -1;
+		struct profile_python *py;
+		uint32_t id;
+		size_t j;
+
+		if (json_unpack(o, "{s:s, s?o, s?o, s:I, s:I, s?o}", "interpreter", &interp,
+				"version", &version, "unsupported", &unsupported, "samples", &samples,
+				"with_frames", &with, "misses", &misses) ||
+		    !str_or_null(version, &ver) || !str_or_null(unsupported, &why) ||
+		    samples < 0 || with < 0 || with > samples || (misses && !json_is_array(misses))) {
+			bad(r, "python entry %zu is malformed", i);
+			return;
+		}
+		id = profile_add_python(p, interp, ver, why);
+		py = &p->meta.pythons[id];
+		/* a duplicate adds up, as merged files do */
+		py->samples = py->samples + samples > INT64_MAX ? INT64_MAX : py->samples + samples;
+		py->with_frames = py->with_frames + with > INT64_MAX ? INT64_MAX : py->with_frames + with;
+		json_array_foreach(misses, j, ms) {
+			const char *reason = NULL;
+			json_int_t count = -1;
+
+			if (json_unpack(ms, "{s:s, s:I}", "reason", &reason, "count", &count) || count < 0) {
+				bad(r, "python entry %zu: miss %zu is malformed", i, j);
+				return;
+			}
+			profile_add_python_miss(p, id, reason, count);
+		}
+	}
+}
+
 /*
  * Tables are appended directly rather than interned, so that indexes in the
  * file stay valid; the interning indexes are rebuilt alongside.
@@ -632,6 +718,7 @@ struct profile *profile_read_mem(const void *buf, size_t len, char *err, size_t 
 		bad(&r, "field 'meta' is missing");
 	} else {
 		read_meta(p, json_object_get(root, "meta"));
+		read_pythons(&r, p, json_object_get(root, "meta"));
 		read_tables(&r, p, root);
 	}
 	if (r.bad) {

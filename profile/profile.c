@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The in-memory profile: interning of functions, locations and stacks, and merging. */
+/* The in-memory profile: interning of functions, locations and stacks, the meta's counts, and merging. */
 #include "profile.h"
 
 #include <stdlib.h>
@@ -28,6 +28,17 @@ static void meta_release(struct profile_meta *m)
 		free(m->stops[i].module);
 	}
 	free(m->stops);
+	for (size_t i = 0; i < m->nr_pythons; i++) {
+		struct profile_python *py = &m->pythons[i];
+
+		free(py->interpreter);
+		free(py->version);
+		free(py->unsupported);
+		for (size_t j = 0; j < py->nr_misses; j++)
+			free(py->misses[j].reason);
+		free(py->misses);
+	}
+	free(m->pythons);
 }
 
 void profile_free(struct profile *p)
@@ -182,23 +193,30 @@ bool profile_func_is_root(const char *name)
 	return false;
 }
 
+/*
+ * Counts in the meta saturate at INT64_MAX, the largest a JSON integer in
+ * the file holds: a sum beyond it (duplicate entries in a hostile file,
+ * merged files) would be written negative and dropped when read back.
+ */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	if (a > INT64_MAX)
+		a = INT64_MAX;
+	if (b > INT64_MAX)
+		b = INT64_MAX;
+	return b > INT64_MAX - a ? INT64_MAX : a + b;
+}
+
 void profile_add_unwind_stop(struct profile *p, const char *reason, const char *module,
 			     uint64_t count)
 {
 	struct profile_meta *m = &p->meta;
 	struct profile_unwind_stop *st;
 
-	/*
-	 * Counts saturate at INT64_MAX, the largest a JSON integer in the
-	 * file holds: a sum beyond it (duplicate entries in a hostile file,
-	 * merged files) would be written negative and dropped when read back.
-	 */
-	if (count > INT64_MAX)
-		count = INT64_MAX;
 	for (size_t i = 0; i < m->nr_stops; i++) {
 		st = &m->stops[i];
 		if (!strcmp(st->reason, reason) && str_eq(st->module, module)) {
-			st->count = count > INT64_MAX - st->count ? INT64_MAX : st->count + count;
+			st->count = sat_add(st->count, count);
 			return;
 		}
 	}
@@ -206,7 +224,67 @@ void profile_add_unwind_stop(struct profile *p, const char *reason, const char *
 	st = &m->stops[m->nr_stops++];
 	st->reason = xstrdup(reason);
 	st->module = xstrdup_or_null(module);
-	st->count = count;
+	st->count = sat_add(0, count);
+}
+
+uint32_t profile_add_python(struct profile *p, const char *interpreter, const char *version,
+			    const char *unsupported)
+{
+	struct profile_meta *m = &p->meta;
+	struct profile_python *py;
+
+	for (size_t i = 0; i < m->nr_pythons; i++) {
+		py = &m->pythons[i];
+		if (!strcmp(py->interpreter, interpreter) && str_eq(py->version, version)) {
+			if (!py->unsupported)
+				py->unsupported = xstrdup_or_null(unsupported);
+			return i;
+		}
+	}
+	ALLOC_GROW(m->pythons, m->nr_pythons + 1, m->alloc_pythons);
+	py = &m->pythons[m->nr_pythons];
+	memset(py, 0, sizeof(*py));
+	py->interpreter = xstrdup(interpreter);
+	py->version = xstrdup_or_null(version);
+	py->unsupported = xstrdup_or_null(unsupported);
+	return m->nr_pythons++;
+}
+
+void profile_add_python_miss(struct profile *p, uint32_t py, const char *reason, uint64_t count)
+{
+	struct profile_python *e = &p->meta.pythons[py];
+	struct profile_python_miss *ms;
+
+	for (size_t i = 0; i < e->nr_misses; i++) {
+		if (!strcmp(e->misses[i].reason, reason)) {
+			e->misses[i].count = sat_add(e->misses[i].count, count);
+			return;
+		}
+	}
+	ALLOC_GROW(e->misses, e->nr_misses + 1, e->alloc_misses);
+	ms = &e->misses[e->nr_misses++];
+	ms->reason = xstrdup(reason);
+	ms->count = sat_add(0, count);
+}
+
+bool profile_func_is_python(const struct profile_func *f)
+{
+	return f->module && !strcmp(f->module, PROFILE_MODULE_PYTHON);
+}
+
+/* Adds SRC's interpreters and their counts to DST's, by (interpreter, version). */
+static void merge_pythons(struct profile *dst, const struct profile_meta *src)
+{
+	for (size_t i = 0; i < src->nr_pythons; i++) {
+		const struct profile_python *s = &src->pythons[i];
+		uint32_t d = profile_add_python(dst, s->interpreter, s->version, s->unsupported);
+		struct profile_python *e = &dst->meta.pythons[d];
+
+		e->samples = sat_add(e->samples, s->samples);
+		e->with_frames = sat_add(e->with_frames, s->with_frames);
+		for (size_t j = 0; j < s->nr_misses; j++)
+			profile_add_python_miss(dst, d, s->misses[j].reason, s->misses[j].count);
+	}
 }
 
 void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threads)
@@ -273,6 +351,7 @@ void profile_merge(struct profile *dst, const struct profile *src)
 	for (size_t i = 0; i < src->meta.nr_stops; i++)
 		profile_add_unwind_stop(dst, src->meta.stops[i].reason, src->meta.stops[i].module,
 					src->meta.stops[i].count);
+	merge_pythons(dst, &src->meta);
 	dst->meta.lost += src->meta.lost;
 	dst->meta.duration_ns += src->meta.duration_ns;
 	/* a rate is only meaningful while every file has one frequency and a CPU time */

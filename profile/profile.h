@@ -29,17 +29,25 @@
 #define PROFILE_NONE UINT32_MAX
 #define PROFILE_FORMAT "proftool-profile"
 #define PROFILE_VERSION 1
+/* The module of a Python function: one the interpreter ran, read from its frames. */
+#define PROFILE_MODULE_PYTHON "[python]"
 
+/*
+ * A native function, or a Python one (module PROFILE_MODULE_PYTHON): name
+ * is then the code object's co_qualname ("Trainer.step", "<module>",
+ * "f.<locals>.g"), file its co_filename as the interpreter has it and line
+ * its co_firstlineno.
+ */
 struct profile_func {
 	char *name;   /* demangled; "[unknown]", "module+0xOFF" when no symbol */
-	char *module; /* basename of the ELF file, "[kernel]", "[vdso]"... */
+	char *module; /* basename of the ELF file, "[kernel]", "[vdso]"..., "[python]" */
 	char *file;   /* source file, NULL without debug info */
 	uint32_t line; /* declaration line, 0 when unknown */
 };
 
 struct profile_loc {
 	uint32_t func;
-	uint32_t line; /* source line of this location, 0 when unknown */
+	uint32_t line; /* source line of this location (Python: the line being run), 0 when unknown */
 };
 
 struct profile_stack {
@@ -83,6 +91,27 @@ struct profile_unwind_stop {
 	uint64_t count;
 };
 
+/* Samples of a Python process that got no Python frames, for one reason. */
+struct profile_python_miss {
+	char *reason;        /* "no Python thread state", "torn", "unreadable", ... */
+	uint64_t count;      /* samples; saturates at INT64_MAX */
+};
+
+/*
+ * One interpreter the recording found, over the whole recording: how many
+ * samples of the processes running it got Python frames, and why the
+ * others did not. Counts saturate at INT64_MAX, as unwind stops do.
+ */
+struct profile_python {
+	char *interpreter;   /* the file holding the interpreter, as mapped: "/usr/bin/python3.11" */
+	char *version;       /* "3.11.2"; NULL when unknown */
+	char *unsupported;   /* NULL when its stacks were read; else one line saying why not */
+	uint64_t samples;    /* samples of the processes running it */
+	uint64_t with_frames; /* those that got Python frames */
+	struct profile_python_miss *misses; /* the others, by reason; unique by reason */
+	size_t nr_misses, alloc_misses;
+};
+
 struct profile_meta {
 	char *tool_version;
 	char *command;       /* what was profiled, as the user typed it */
@@ -100,6 +129,8 @@ struct profile_meta {
 	int32_t exit_status; /* record's exit status, -1 when none */
 	struct profile_unwind_stop *stops; /* unique by (reason, module) */
 	size_t nr_stops, alloc_stops;
+	struct profile_python *pythons; /* unique by (interpreter, version) */
+	size_t nr_pythons, alloc_pythons;
 };
 
 struct profile {
@@ -140,6 +171,20 @@ void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
 /* Adds COUNT to the unwind-stop entry for (REASON, MODULE); counts saturate at INT64_MAX. */
 void profile_add_unwind_stop(struct profile *p, const char *reason, const char *module,
 			     uint64_t count);
+
+/*
+ * Returns the entry for (INTERPRETER, VERSION) in p->meta.pythons, adding
+ * it (counts 0) when new; UNSUPPORTED is kept when not NULL (an entry that
+ * has one keeps its first). The recorder sets samples and with_frames on
+ * the entry directly. Strings are copied.
+ */
+uint32_t profile_add_python(struct profile *p, const char *interpreter, const char *version,
+			    const char *unsupported);
+/* Adds COUNT samples without Python frames for REASON to entry PY; counts saturate at INT64_MAX. */
+void profile_add_python_miss(struct profile *p, uint32_t py, const char *reason, uint64_t count);
+
+/* Whether F is a Python function (module PROFILE_MODULE_PYTHON). */
+bool profile_func_is_python(const struct profile_func *f);
 
 /* Sorts samples by time, ties by thread then stack. */
 void profile_sort_samples(struct profile *p);
@@ -195,7 +240,8 @@ void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threa
 /*
  * Adds everything in SRC to DST: tables are merged by value, processes and
  * threads appended, sample times kept relative to each file's own start;
- * lost counts, durations and CPU times add up. A frequency that differs
+ * lost counts, durations, CPU times and the Python interpreters' counts
+ * (by interpreter and version) add up. A frequency that differs
  * between the two becomes 0 (mixed), a CPU time unknown in either 0.
  */
 void profile_merge(struct profile *dst, const struct profile *src);

@@ -10,20 +10,22 @@
 
 #include "base/base.h"
 
-static uint32_t tree_child(struct report_tree *t, uint32_t parent, uint32_t func)
+static uint32_t tree_child(struct report_tree *t, uint32_t parent, uint32_t func, uint32_t loc)
 {
-	uint64_t h = hash_combine(hash_u64(parent), func);
+	uint64_t h = hash_combine(hash_combine(hash_u64(parent), func), loc);
 	size_t pos = 0;
 	uint32_t id;
 
 	while ((id = idx_next(&t->index, h, &pos)) != IDX_NONE)
-		if (t->nodes[id].parent == parent && t->nodes[id].func == func)
+		if (t->nodes[id].parent == parent && t->nodes[id].func == func &&
+		    t->nodes[id].loc == loc)
 			return id;
 	ALLOC_GROW(t->nodes, t->nr + 1, t->alloc);
 	id = t->nr++;
 	memset(&t->nodes[id], 0, sizeof(*t->nodes));
 	t->nodes[id].parent = parent;
 	t->nodes[id].func = func;
+	t->nodes[id].loc = loc;
 	idx_insert(&t->index, h, id);
 	return id;
 }
@@ -37,16 +39,19 @@ static int by_cum(const void *a, const void *b)
 
 	if (x->cum != y->cum)
 		return x->cum > y->cum ? -1 : 1;
-	return x->func < y->func ? -1 : x->func > y->func;
+	if (x->func != y->func)
+		return x->func < y->func ? -1 : 1;
+	return x->loc < y->loc ? -1 : x->loc > y->loc;
 }
 
 /*
  * Stack nodes are by location (function and line); the tree merges them
- * by function. Each sample adds to every node on its own path once, so a
- * recursive function shows nested, and no total counts a sample twice.
+ * by function, unless BY_LINE. Each sample adds to every node on its own
+ * path once, so a recursive function shows nested, and no total counts a
+ * sample twice.
  */
 void report_tree_build(struct report_tree *t, const struct profile *p, const bool *keep,
-		       uint32_t **stack_node)
+		       bool by_line, uint32_t **stack_node)
 {
 	uint32_t *tn = xmalloc(st_mult(p->nr_stacks + 1, sizeof(*tn)));
 	uint64_t *n, *ns;
@@ -56,7 +61,8 @@ void report_tree_build(struct report_tree *t, const struct profile *p, const boo
 		uint32_t par = p->stacks[s].parent;
 
 		tn[s] = tree_child(t, par == PROFILE_NONE ? PROFILE_NONE : tn[par],
-				   p->locs[p->stacks[s].loc].func);
+				   p->locs[p->stacks[s].loc].func,
+				   by_line ? p->stacks[s].loc : PROFILE_NONE);
 	}
 	report_stack_counts(p, keep, &n, &ns, NULL);
 	for (size_t s = 0; s < p->nr_stacks; s++) {

@@ -160,10 +160,11 @@ static void write_slices(FILE *out, const struct profile *p, const struct timeli
 	for (size_t i = 0; i < tl->nr; i++) {
 		const struct slice *sl = &tl->slices[i];
 		const struct profile_func *f = &p->funcs[sl->func];
+		char label[4096];
 
 		begin_event(out, nr_events);
 		fputs("\"ph\":\"X\",\"name\":", out);
-		report_json_string(out, f->name);
+		report_json_string(out, report_func_name(f, label, sizeof(label)));
 		fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId32 ",\"ts\":%" PRIu64
 			",\"dur\":%" PRIu64 ",\"args\":{", pid, tid, us(sl->start_ns),
 			us(sl->end_ns) - us(sl->start_ns));

@@ -6,7 +6,8 @@
  *
  * Shares, not counts, are compared: two runs differ in length and rate,
  * and a regression is a function taking a bigger part of the time. A
- * function is the same in both when its name and module are.
+ * function is the same in both when its name (report_func_name(): a
+ * Python function's has its file and first line) and module are.
  */
 #include "report.h"
 
@@ -21,7 +22,8 @@
 #include "model.h"
 
 struct diff_row {
-	const char *name, *module;
+	const char *name, *module;      /* the profiles' (name: from report_func_names()) */
+	bool python;
 	uint64_t self[2], cum[2];       /* samples in base [0] and new [1] */
 	double change;                  /* sort key: the larger of the two share changes */
 };
@@ -37,23 +39,24 @@ static uint64_t func_hash(const char *name, const char *module)
 	return hash_str(module ? module : "", hash_str(name, 0));
 }
 
-static struct diff_row *row_of(struct diff_rows *d, const struct profile_func *f)
+static struct diff_row *row_of(struct diff_rows *d, const struct profile_func *f, const char *name)
 {
-	uint64_t h = func_hash(f->name, f->module);
+	uint64_t h = func_hash(name, f->module);
 	size_t pos = 0;
 	uint32_t id;
 
 	while ((id = idx_next(&d->index, h, &pos)) != IDX_NONE) {
 		struct diff_row *r = &d->rows[id];
 
-		if (!strcmp(r->name, f->name) && !strcmp(r->module ? r->module : "", f->module ? f->module : ""))
+		if (!strcmp(r->name, name) && !strcmp(r->module ? r->module : "", f->module ? f->module : ""))
 			return r;
 	}
 	ALLOC_GROW(d->rows, d->nr + 1, d->alloc);
 	id = d->nr++;
 	memset(&d->rows[id], 0, sizeof(d->rows[id]));
-	d->rows[id].name = f->name;
+	d->rows[id].name = name;
 	d->rows[id].module = f->module;
+	d->rows[id].python = profile_func_is_python(f);
 	idx_insert(&d->index, h, id);
 	return &d->rows[id];
 }
@@ -75,6 +78,7 @@ static double share(uint64_t n, uint64_t total)
 static void write_table(FILE *out, const struct profile *const pr[2], const struct report_diff_opts *o)
 {
 	struct diff_rows d = { 0 };
+	const char **names[2];
 	uint64_t total[2];
 	size_t shown = 0;
 
@@ -83,8 +87,9 @@ static void write_table(FILE *out, const struct profile *const pr[2], const stru
 		size_t nr;
 		struct report_func_stat *st = report_func_stats(pr[k], NULL, &nr, &total[k], &total_ns);
 
+		names[k] = report_func_names(pr[k]);
 		for (size_t i = 0; i < nr; i++) {
-			struct diff_row *r = row_of(&d, &pr[k]->funcs[st[i].func]);
+			struct diff_row *r = row_of(&d, &pr[k]->funcs[st[i].func], names[k][st[i].func]);
 
 			r->self[k] += st[i].self;
 			r->cum[k] += st[i].cum;
@@ -117,8 +122,8 @@ static void write_table(FILE *out, const struct profile *const pr[2], const stru
 			break;	/* the rest did not change in the first decimal */
 		fprintf(out, "%7.1f%% %6.1f%% %+8.1f %7.1f%% %6.1f%% %+8.1f  %s", s0, s1, s1 - s0, c0, c1,
 			c1 - c0, r->name);
-		/* kernel frames carry their module in the name already */
-		if (r->module && strncmp(r->name, r->module, strlen(r->module)))
+		/* kernel frames carry their module in the name already, Python ones their file */
+		if (r->module && !r->python && strncmp(r->name, r->module, strlen(r->module)))
 			fprintf(out, " [%s]", r->module);
 		if (!r->cum[0])
 			fputs(" (new)", out);
@@ -131,6 +136,8 @@ static void write_table(FILE *out, const struct profile *const pr[2], const stru
 		fputs("(no function's share changed by 0.1 points or more)\n", out);
 	free(d.rows);
 	idx_release(&d.index);
+	report_func_names_free(pr[0], names[0]);
+	report_func_names_free(pr[1], names[1]);
 }
 
 /* The stacks of both profiles, merged by text: stack, base count, new count. */

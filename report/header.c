@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The header of the text reports: the recording, the samples shown, and how well stacks unwound. */
+/* The header of the text reports: the recording, the samples shown, how well stacks unwound, Python's share. */
 #include "internal.h"
 
 #include <inttypes.h>
@@ -141,6 +141,54 @@ static void put_rate(FILE *out, const struct profile *p, bool filtered)
 	fputc('\n', out);
 }
 
+static int miss_cmp(const void *a, const void *b)
+{
+	const struct profile_python_miss *x = *(const struct profile_python_miss *const *)a;
+	const struct profile_python_miss *y = *(const struct profile_python_miss *const *)b;
+
+	if (x->count != y->count)
+		return x->count > y->count ? -1 : 1;
+	return strcmp(x->reason, y->reason);
+}
+
+/*
+ * One line per Python interpreter, from the meta: the whole recording's,
+ * whatever the filters keep, since the recorder counts them per process and
+ * not per sample. "Python 3.11.2 (/usr/bin/python3.11): 2987 of 3000
+ * samples (99.6%) with Python frames; without: 10 no Python thread state,
+ * 3 torn", or for one whose stacks could not be read, "...: not read: WHY;
+ * its stacks are native".
+ */
+static void put_pythons(FILE *out, const struct profile_meta *m, bool filtered)
+{
+	for (size_t i = 0; i < m->nr_pythons; i++) {
+		const struct profile_python *py = &m->pythons[i];
+		const struct profile_python_miss **ms;
+
+		fprintf(out, "%sPython%s%s (%s): ", filtered ? "Whole recording: " : "",
+			py->version ? " " : "", py->version ? py->version : "", py->interpreter);
+		if (py->unsupported) {
+			fprintf(out, "not read: %s; its stacks are native\n", py->unsupported);
+			continue;
+		}
+		fprintf(out, "%" PRIu64 " of %" PRIu64 " sample%s", py->with_frames, py->samples,
+			py->samples == 1 ? "" : "s");
+		if (py->samples)
+			fprintf(out, " (%.1f%%)", 100.0 * py->with_frames / py->samples);
+		fputs(" with Python frames", out);
+		ms = xmalloc(st_mult(py->nr_misses + 1, sizeof(*ms)));
+		for (size_t j = 0; j < py->nr_misses; j++)
+			ms[j] = &py->misses[j];
+		QSORT(ms, py->nr_misses, miss_cmp);
+		for (size_t j = 0, shown = 0; j < py->nr_misses; j++)
+			if (ms[j]->count)
+				fprintf(out, "%s %" PRIu64 " %s", shown++ ? "," : "; without:", ms[j]->count,
+					ms[j]->reason);
+		free(ms);
+		fputc('\n', out);
+	}
+}
+
 void report_write_header(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep)
 {
@@ -186,5 +234,6 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 		  m->callgraph);
 	if (!s.stops_exact)
 		put_recording_stops(out, p, &s);
+	put_pythons(out, m, s.filtered);
 	report_summary_release(&s);
 }

@@ -40,21 +40,29 @@ void report_json_string(FILE *out, const char *s);
 void report_write_header(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep);
 
-/* table.c: the cProfile-style table, and folded stacks (PREFIX: a frame put before each root). */
+/*
+ * table.c: the cProfile-style table (a row per function, or per line with
+ * o->lines), and folded stacks (PREFIX: a frame put before each root).
+ */
 void report_write_table(FILE *out, const struct profile *p, const struct report_opts *o,
 			const bool *keep);
 void report_write_folded(FILE *out, const struct profile *p, const char *prefix, const bool *keep);
 
-/* tree.c: the call tree of the samples KEEP accepts, children by total, small nodes folded. */
-void report_write_tree(FILE *out, const struct profile *p, const bool *keep, double min_percent);
+/*
+ * tree.c: the call tree of the samples KEEP accepts, children by total,
+ * nodes under o->min_percent folded; by line with o->lines.
+ */
+void report_write_tree(FILE *out, const struct profile *p, const struct report_opts *o,
+		       const bool *keep);
 
 /*
- * tree.c: pstats' print_callers/print_callees: for each function (matching
- * MATCH, in SORT order, at most LIMIT), who called it or what it called,
- * with the samples in which both were on the stack. -ENOENT when none matched.
+ * tree.c: pstats' print_callers/print_callees (o->format): for each
+ * function, or line with o->lines (matching o->match, in o->sort order, at
+ * most o->limit), who called it or what it called, with the samples in
+ * which both were on the stack. -ENOENT when none matched.
  */
-int report_write_calls(FILE *out, const struct profile *p, const bool *keep, bool callers,
-		       const char *match, size_t limit, enum report_sort sort);
+int report_write_calls(FILE *out, const struct profile *p, const struct report_opts *o,
+		       const bool *keep);
 
 /* ---- whole-profile formats; each returns 0 or a negative errno ---- */
 

@@ -64,6 +64,33 @@ static json_t *stop_json(const char *reason, const char *module, uint64_t count)
 	return s;
 }
 
+/* The Python interpreters, as the profile has them: the whole recording's. */
+static json_t *pythons_json(const struct profile_meta *m)
+{
+	json_t *a = json_array();
+
+	for (size_t i = 0; i < m->nr_pythons; i++) {
+		const struct profile_python *py = &m->pythons[i];
+		json_t *j = json_object(), *misses = json_array();
+
+		json_object_set_new(j, "interpreter", str(py->interpreter));
+		json_object_set_new(j, "version", str(py->version));
+		json_object_set_new(j, "unsupported", str(py->unsupported));
+		json_object_set_new(j, "samples", u64(py->samples));
+		json_object_set_new(j, "with_frames", u64(py->with_frames));
+		for (size_t k = 0; k < py->nr_misses; k++) {
+			json_t *ms = json_object();
+
+			json_object_set_new(ms, "reason", str(py->misses[k].reason));
+			json_object_set_new(ms, "count", u64(py->misses[k].count));
+			json_array_append_new(misses, ms);
+		}
+		json_object_set_new(j, "misses", misses);
+		json_array_append_new(a, j);
+	}
+	return a;
+}
+
 /* The recording, and the same figures as the text header for the kept samples. */
 static json_t *meta_json(const struct profile *p, const struct report_summary *s)
 {
@@ -115,6 +142,7 @@ static json_t *meta_json(const struct profile *p, const struct report_summary *s
 		json_array_append_new(stops, stop_json(NULL, NULL, s->unexplained));
 	json_object_set_new(j, "unwind_stops_kept", stops);
 	json_object_set_new(j, "unwind_stops_kept_exact", json_boolean(s->stops_exact));
+	json_object_set_new(j, "python", pythons_json(m));
 	return j;
 }
 
@@ -184,10 +212,11 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 	for (size_t i = 0; i < nr_fs; i++) {
 		const struct profile_func *f = &p->funcs[fs[i].func];
 		json_t *j = json_object();
+		char label[4096];
 
 		fid[fs[i].func] = i;
 		json_object_set_new(j, "id", json_integer((json_int_t)i));
-		json_object_set_new(j, "name", str(f->name));
+		json_object_set_new(j, "name", str(report_func_name(f, label, sizeof(label))));
 		json_object_set_new(j, "module", str(f->module));
 		json_object_set_new(j, "file", str(f->file));
 		json_object_set_new(j, "line", f->line ? json_integer(f->line) : json_null());
@@ -200,7 +229,7 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 	json_object_set_new(root, "functions", arr);
 
 	/* stacks by function (lines merged): every tree node with samples of its own */
-	report_tree_build(&t, p, keep, NULL);
+	report_tree_build(&t, p, keep, false, NULL);
 	arr = json_array();
 	for (size_t n = 0; n < t.nr; n++) {
 		json_t *j, *frames;
@@ -335,7 +364,8 @@ static char **child_keys(const struct profile *p, const struct report_tree *t, u
 	for (uint32_t k = 0; k < n; k++) {
 		const struct profile_func *f = &p->funcs[t->nodes[kids[k]].func];
 		const char *mod = f->module ? f->module : "?";
-		char buf[1024];
+		char buf[1024], label[1024];
+		const char *name = report_func_name(f, label, sizeof(label));
 
 		for (unsigned attempt = 0;; attempt++) {
 			uint64_t h;
@@ -344,11 +374,11 @@ static char **child_keys(const struct profile *p, const struct report_tree *t, u
 			bool clash = false;
 
 			if (attempt == 0)
-				snprintf(buf, sizeof(buf), "%s", f->name);
+				snprintf(buf, sizeof(buf), "%s", name);
 			else if (attempt == 1)
-				snprintf(buf, sizeof(buf), "%s (%s)", f->name, mod);
+				snprintf(buf, sizeof(buf), "%s (%s)", name, mod);
 			else
-				snprintf(buf, sizeof(buf), "%s (%s) #%u", f->name, mod, attempt);
+				snprintf(buf, sizeof(buf), "%s (%s) #%u", name, mod, attempt);
 			h = hash_str(buf, 0);
 			while (!clash && (j = idx_next(&used, h, &pos)) != IDX_NONE)
 				clash = !strcmp(keys[j], buf);
@@ -401,7 +431,7 @@ int report_write_timers(FILE *out, const struct profile *p, const bool *keep)
 	const struct profile_meta *m = &p->meta;
 	bool *par;
 
-	report_tree_build(&t, p, keep, &stack_node);
+	report_tree_build(&t, p, keep, false, &stack_node);
 	par = parallel_nodes(p, keep, &t, stack_node);
 	fputs("{\"name\": \"root\", ", out);
 	put_timer(out, t.total_ns, 0, t.total, par[t.nr]);

@@ -123,18 +123,27 @@ uint64_t report_stack_counts(const struct profile *p, const bool *keep, uint64_t
 	return kept;
 }
 
-struct report_func_stat *report_func_stats(const struct profile *p, const bool *keep_sample,
-					   size_t *nr, uint64_t *total, uint64_t *total_ns)
+uint32_t report_row_of(const struct profile *p, uint32_t stack, bool by_line)
 {
+	uint32_t loc = p->stacks[stack].loc;
+
+	return by_line ? loc : p->locs[loc].func;
+}
+
+/* Totals per row: per function, or per location BY_LINE. */
+static struct report_func_stat *row_stats(const struct profile *p, const bool *keep_sample,
+					  bool by_line, size_t *nr, uint64_t *total, uint64_t *total_ns)
+{
+	size_t nr_rows = by_line ? p->nr_locs : p->nr_funcs;
 	uint64_t *node_n, *node_ns;
-	struct report_func_stat *all = xcalloc(p->nr_funcs + 1, sizeof(*all));
-	uint32_t *stamp = xcalloc(p->nr_funcs + 1, sizeof(*stamp));
+	struct report_func_stat *all = xcalloc(nr_rows + 1, sizeof(*all));
+	uint32_t *stamp = xcalloc(nr_rows + 1, sizeof(*stamp));
 	struct report_func_stat *out;
 	size_t n = 0;
 
 	*total = report_stack_counts(p, keep_sample, &node_n, &node_ns, total_ns);
 	for (size_t s = 0; s < p->nr_stacks; s++) {
-		uint32_t leaf = p->locs[p->stacks[s].loc].func;
+		uint32_t leaf = report_row_of(p, s, by_line);
 
 		if (!node_n[s])
 			continue;
@@ -142,19 +151,20 @@ struct report_func_stat *report_func_stats(const struct profile *p, const bool *
 		all[leaf].self_ns += node_ns[s];
 		/* a recursive function is on the stack several times but counts once */
 		for (uint32_t a = s; a != PROFILE_NONE; a = p->stacks[a].parent) {
-			uint32_t f = p->locs[p->stacks[a].loc].func;
+			uint32_t r = report_row_of(p, a, by_line);
 
-			if (stamp[f] == s + 1)
+			if (stamp[r] == s + 1)
 				continue;
-			stamp[f] = s + 1;
-			all[f].cum += node_n[s];
-			all[f].cum_ns += node_ns[s];
+			stamp[r] = s + 1;
+			all[r].cum += node_n[s];
+			all[r].cum_ns += node_ns[s];
 		}
 	}
-	for (size_t f = 0; f < p->nr_funcs; f++) {
-		if (all[f].cum) {
-			all[f].func = f;
-			all[n++] = all[f];
+	for (size_t r = 0; r < nr_rows; r++) {
+		if (all[r].cum) {
+			all[r].func = by_line ? p->locs[r].func : r;
+			all[r].loc = by_line ? r : PROFILE_NONE;
+			all[n++] = all[r];
 		}
 	}
 	out = xrealloc(all, st_mult(n + 1, sizeof(*out)));
@@ -165,11 +175,27 @@ struct report_func_stat *report_func_stats(const struct profile *p, const bool *
 	return out;
 }
 
+struct report_func_stat *report_func_stats(const struct profile *p, const bool *keep_sample,
+					   size_t *nr, uint64_t *total, uint64_t *total_ns)
+{
+	return row_stats(p, keep_sample, false, nr, total, total_ns);
+}
+
+struct report_func_stat *report_line_stats(const struct profile *p, const bool *keep_sample,
+					   size_t *nr, uint64_t *total, uint64_t *total_ns)
+{
+	return row_stats(p, keep_sample, true, nr, total, total_ns);
+}
+
 bool report_stack_complete(const struct profile *p, uint32_t stack)
 {
+	const struct profile_func *f;
+
 	while (p->stacks[stack].parent != PROFILE_NONE)
 		stack = p->stacks[stack].parent;
-	return profile_func_is_root(p->funcs[p->locs[p->stacks[stack].loc].func].name);
+	f = &p->funcs[p->locs[p->stacks[stack].loc].func];
+	/* a Python function named "start" is no thread's entry */
+	return !profile_func_is_python(f) && profile_func_is_root(f->name);
 }
 
 /* ---- sort orders ---- */
@@ -221,11 +247,25 @@ static const char *file_or_module(const struct profile_func *f)
 	return f->file ? f->file : f->module;
 }
 
+/* The line a row shows: its location's, or when that is unknown (or it is a function) the function's. */
+static uint32_t row_line(const struct profile *p, const struct report_func_stat *x)
+{
+	if (x->loc != PROFILE_NONE && p->locs[x->loc].line && p->funcs[x->func].file)
+		return p->locs[x->loc].line;
+	return p->funcs[x->func].line;
+}
+
+static int cmp_u32(uint32_t a, uint32_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
 static int stat_cmp(const void *a, const void *b, void *arg)
 {
 	const struct sort_ctx *c = arg;
 	const struct report_func_stat *x = a, *y = b;
 	const struct profile_func *fx = &c->p->funcs[x->func], *fy = &c->p->funcs[y->func];
+	uint32_t lx = row_line(c->p, x), ly = row_line(c->p, y);
 	int r = 0;
 
 	switch (c->key) {
@@ -246,21 +286,22 @@ static int stat_cmp(const void *a, const void *b, void *arg)
 		break;
 	case REPORT_SORT_FILENAME:
 		if (!(r = cmp_str(file_or_module(fx), file_or_module(fy))))
-			r = fx->line < fy->line ? -1 : fx->line > fy->line;
+			r = cmp_u32(lx, ly);
 		break;
 	case REPORT_SORT_NFL:
 		if (!(r = cmp_str(fx->name, fy->name)) &&
 		    !(r = cmp_str(file_or_module(fx), file_or_module(fy))))
-			r = fx->line < fy->line ? -1 : fx->line > fy->line;
+			r = cmp_u32(lx, ly);
 		break;
 	}
 	if (r)
 		return r;
 	/* a total order, so that equal keys still print the same way every time */
 	if ((r = cmp_u64_desc(x->cum_ns, y->cum_ns)) || (r = cmp_str(fx->name, fy->name)) ||
-	    (r = cmp_str(file_or_module(fx), file_or_module(fy))))
+	    (r = cmp_str(file_or_module(fx), file_or_module(fy))) || (r = cmp_u32(lx, ly)) ||
+	    (r = cmp_u32(x->func, y->func)))
 		return r;
-	return x->func < y->func ? -1 : x->func > y->func;
+	return cmp_u32(x->loc, y->loc);
 }
 
 void report_sort_stats(const struct profile *p, struct report_func_stat *st, size_t nr,
@@ -273,32 +314,121 @@ void report_sort_stats(const struct profile *p, struct report_func_stat *st, siz
 
 /* ---- labels, names, folded stacks ---- */
 
-void report_func_label(const struct profile_func *f, char *buf, size_t n)
+size_t report_func_label(const struct profile_func *f, char *buf, size_t n)
 {
+	int len;
+
 	if (f->file)
-		snprintf(buf, n, "%s:%" PRIu32 "(%s)", f->file, f->line, f->name);
+		len = snprintf(buf, n, "%s:%" PRIu32 "(%s)", f->file, f->line, f->name);
 	else if (f->name[0] == '[' || !strncmp(f->name, f->module, strlen(f->module)))
-		snprintf(buf, n, "%s", f->name);  /* [unknown], module+0xOFF */
+		len = snprintf(buf, n, "%s", f->name);  /* [unknown], module+0xOFF */
 	else
-		snprintf(buf, n, "%s(%s)", f->module, f->name);
+		len = snprintf(buf, n, "%s(%s)", f->module, f->name);
+	return len > 0 ? (size_t)len : 0;
 }
 
-bool report_any_match(const struct profile *p, const bool *keep, const char *match)
+size_t report_loc_label(const struct profile *p, uint32_t loc, char *buf, size_t n)
 {
-	bool *sampled = xcalloc(p->nr_funcs + 1, 1), found = false;
+	const struct profile_func *f = &p->funcs[p->locs[loc].func];
+	int len;
+
+	if (!f->file || !p->locs[loc].line)
+		return report_func_label(f, buf, n);
+	len = snprintf(buf, n, "%s:%" PRIu32 "(%s)", f->file, p->locs[loc].line, f->name);
+	return len > 0 ? (size_t)len : 0;
+}
+
+size_t report_row_label(const struct profile *p, const struct report_func_stat *st, char *buf,
+			size_t n)
+{
+	if (st->loc != PROFILE_NONE)
+		return report_loc_label(p, st->loc, buf, n);
+	return report_func_label(&p->funcs[st->func], buf, n);
+}
+
+const char *report_func_name(const struct profile_func *f, char *buf, size_t n)
+{
+	if (!profile_func_is_python(f))
+		return f->name;
+	report_func_label(f, buf, n);
+	return buf;
+}
+
+const char **report_func_names(const struct profile *p)
+{
+	const char **names = xmalloc(st_mult(p->nr_funcs + 1, sizeof(*names)));
+
+	for (size_t i = 0; i < p->nr_funcs; i++) {
+		const struct profile_func *f = &p->funcs[i];
+		size_t len;
+		char *buf;
+
+		if (!profile_func_is_python(f)) {
+			names[i] = f->name;
+			continue;
+		}
+		len = report_func_label(f, NULL, 0);
+		buf = xmalloc(len + 1);
+		names[i] = report_func_name(f, buf, len + 1);
+	}
+	return names;
+}
+
+void report_func_names_free(const struct profile *p, const char **names)
+{
+	if (!names)
+		return;
+	for (size_t i = 0; i < p->nr_funcs; i++)
+		if (names[i] != p->funcs[i].name)
+			free((char *)names[i]);
+	free(names);
+}
+
+bool report_func_matches(const struct profile_func *f, const regex_t *re)
+{
+	char label[4096];
+
+	if (!regexec(re, f->name, 0, NULL, 0))
+		return true;
+	return profile_func_is_python(f) &&
+	       !regexec(re, report_func_name(f, label, sizeof(label)), 0, NULL, 0);
+}
+
+bool report_row_matches(const struct profile *p, const struct report_func_stat *st, const regex_t *re)
+{
+	char label[4096];
+
+	if (report_func_matches(&p->funcs[st->func], re))
+		return true;
+	if (st->loc == PROFILE_NONE)
+		return false;
+	report_loc_label(p, st->loc, label, sizeof(label));
+	return !regexec(re, label, 0, NULL, 0);
+}
+
+bool report_any_match(const struct profile *p, const bool *keep, const char *match, bool by_line)
+{
+	size_t nr_rows = by_line ? p->nr_locs : p->nr_funcs;
+	bool *sampled = xcalloc(nr_rows + 1, 1), found = false;
 	regex_t re;
 
 	if (regcomp(&re, match, REG_EXTENDED | REG_NOSUB)) {
 		free(sampled);
 		return false;
 	}
-	/* a function counts when some kept sample has it on the stack */
+	/* a row counts when some kept sample has it on the stack */
 	for (size_t i = 0; i < p->nr_samples; i++)
 		if (keep[i])
 			for (uint32_t a = p->samples[i].stack; a != PROFILE_NONE; a = p->stacks[a].parent)
-				sampled[p->locs[p->stacks[a].loc].func] = true;
-	for (size_t f = 0; f < p->nr_funcs && !found; f++)
-		found = sampled[f] && !regexec(&re, p->funcs[f].name, 0, NULL, 0);
+				sampled[report_row_of(p, a, by_line)] = true;
+	for (size_t r = 0; r < nr_rows && !found; r++) {
+		struct report_func_stat st = {
+			.func = by_line ? p->locs[r].func : r,
+			.loc = by_line ? r : PROFILE_NONE,
+		};
+
+		found = sampled[r] && report_row_matches(p, &st, &re);
+	}
 	regfree(&re);
 	free(sampled);
 	return found;
@@ -311,14 +441,15 @@ static void put_frame(FILE *out, const char *name)
 		fputc(*c == ';' ? ':' : (*c == '\n' || *c == '\r') ? ' ' : *c, out);
 }
 
-static void put_stack(FILE *out, const struct profile *p, uint32_t s, uint32_t *scratch)
+static void put_stack(FILE *out, const struct profile *p, const char *const *names, uint32_t s,
+		      uint32_t *scratch)
 {
 	size_t n = 0;
 
 	for (uint32_t a = s; a != PROFILE_NONE; a = p->stacks[a].parent)
 		scratch[n++] = a;
 	while (n--) {
-		put_frame(out, p->funcs[p->locs[p->stacks[scratch[n]].loc].func].name);
+		put_frame(out, names[p->locs[p->stacks[scratch[n]].loc].func]);
 		if (n)
 			fputc(';', out);
 	}
@@ -333,6 +464,7 @@ static int folded_cmp(const void *a, const void *b)
 struct report_folded *report_folded_lines(const struct profile *p, const bool *keep,
 					  const char *prefix, size_t *nr_out)
 {
+	const char **names = report_func_names(p);
 	uint64_t *count, *weight;
 	struct report_folded *lines = NULL;
 	size_t nr = 0, alloc = 0, out = 0;
@@ -358,7 +490,7 @@ struct report_folded *report_folded_lines(const struct profile *p, const bool *k
 			put_frame(m, prefix);
 			fputc(';', m);
 		}
-		put_stack(m, p, s, scratch);
+		put_stack(m, p, names, s, scratch);
 		fclose(m);
 		lines[nr].count = count[s];
 		lines[nr++].weight_ns = weight[s];
@@ -377,6 +509,7 @@ struct report_folded *report_folded_lines(const struct profile *p, const bool *k
 	free(scratch);
 	free(count);
 	free(weight);
+	report_func_names_free(p, names);
 	*nr_out = out;
 	return lines;
 }

@@ -9,6 +9,7 @@
 #ifndef PROFTOOL_REPORT_MODEL_H
 #define PROFTOOL_REPORT_MODEL_H
 
+#include <regex.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -35,11 +36,56 @@ bool *report_select_samples(const struct profile *p, const struct report_filter 
 uint64_t report_stack_counts(const struct profile *p, const bool *keep, uint64_t **n,
 			     uint64_t **ns, uint64_t *total_ns);
 
-/* "file:line(function)", "module(function)" or the bare name, as the table shows a function. */
-void report_func_label(const struct profile_func *f, char *buf, size_t n);
+/*
+ * "file:line(function)", "module(function)" or the bare name, as the table
+ * shows a function, into BUF (N bytes, truncated to fit). Returns the
+ * length of the whole label, as snprintf does.
+ */
+size_t report_func_label(const struct profile_func *f, char *buf, size_t n);
 
-/* Whether a function of the samples KEEP accepts has a name matching the POSIX ERE MATCH. */
-bool report_any_match(const struct profile *p, const bool *keep, const char *match);
+/*
+ * The name every writer gives a function (folded stacks, flame graphs, the
+ * exports, diff): its own name, but a Python function's label
+ * "FILE:FIRSTLINE(QUALNAME)", as cProfile names it, since a qualified name
+ * alone ("<module>", "main") is not unique across files. Returns f->name,
+ * or BUF (N bytes) holding the label.
+ */
+const char *report_func_name(const struct profile_func *f, char *buf, size_t n);
+
+/*
+ * report_func_name() of every function of P, whole, for writers that keep
+ * names: an array of p->nr_funcs strings, freed with report_func_names_free().
+ */
+const char **report_func_names(const struct profile *p);
+void report_func_names_free(const struct profile *p, const char **names);
+
+/* Whether RE (compiled with REG_NOSUB) matches F's name, or a Python function's label. */
+bool report_func_matches(const struct profile_func *f, const regex_t *re);
+
+/*
+ * Rows by line (--lines): a row is a location, a function's row is the
+ * location's function. report_row_of() is the row of stack node STACK: its
+ * location BY_LINE, else its function.
+ */
+uint32_t report_row_of(const struct profile *p, uint32_t stack, bool by_line);
+/*
+ * "FILE:LINE(NAME)" for location LOC, LINE being the location's (for
+ * Python the line being run, for native code the source line); the
+ * function's label when the line is 0 or the function has no file. Into
+ * BUF (N bytes, truncated); returns the whole length.
+ */
+size_t report_loc_label(const struct profile *p, uint32_t loc, char *buf, size_t n);
+/* The label of a row of report_func_stats() or report_line_stats(). */
+size_t report_row_label(const struct profile *p, const struct report_func_stat *st, char *buf,
+			size_t n);
+/* Whether RE matches the row's function (report_func_matches) or, by line, its label. */
+bool report_row_matches(const struct profile *p, const struct report_func_stat *st, const regex_t *re);
+
+/*
+ * Whether a row (a function, or BY_LINE a location) of the samples KEEP
+ * accepts matches the POSIX ERE MATCH (report_row_matches).
+ */
+bool report_any_match(const struct profile *p, const bool *keep, const char *match, bool by_line);
 
 /*
  * The kept samples grouped by thread, threads in index order, each in time
@@ -50,8 +96,8 @@ bool report_any_match(const struct profile *p, const bool *keep, const char *mat
 size_t *report_samples_by_thread(const struct profile *p, const bool *keep, size_t **start_out);
 
 /*
- * Folded stacks of the samples KEEP accepts: "root;...;leaf" by function
- * name (';' in names made ':'), one entry per distinct text, sorted by
+ * Folded stacks of the samples KEEP accepts: "root;...;leaf" by
+ * report_func_name() (';' in names made ':'), one entry per distinct text, sorted by
  * text. PREFIX, when not NULL, is put before the root as a frame of its
  * own. Returns the array (*NR entries), owned by the caller: free each
  * text, then the array (report_folded_free).
@@ -113,10 +159,11 @@ void report_summary_release(struct report_summary *s);
 
 /* ---- calltree.c: the call tree by function ---- */
 
-/* A node is one function reached by one path of functions from a root. */
+/* A node is one function (or location) reached by one path of them from a root. */
 struct report_tnode {
 	uint32_t parent;        /* PROFILE_NONE for a root */
 	uint32_t func;
+	uint32_t loc;           /* by line: the location (in func); else PROFILE_NONE */
 	uint64_t self, cum;     /* samples */
 	uint64_t self_ns, cum_ns;
 };
@@ -124,7 +171,7 @@ struct report_tnode {
 struct report_tree {
 	struct report_tnode *nodes;
 	size_t nr, alloc;
-	struct idx index;       /* (parent, func) -> node */
+	struct idx index;       /* (parent, row) -> node */
 	uint32_t **kids;        /* per node: its sampled children, largest total first */
 	uint32_t *nr_kids;
 	uint32_t *roots;        /* sampled roots, largest first */
@@ -133,12 +180,13 @@ struct report_tree {
 };
 
 /*
- * Builds the tree of the samples KEEP accepts (all when NULL). STACK_NODE,
- * when not NULL, receives the tree node of every stack node (an array of
- * p->nr_stacks, owned by the caller).
+ * Builds the tree of the samples KEEP accepts (all when NULL), merged by
+ * function, or BY_LINE by location. STACK_NODE, when not NULL, receives the
+ * tree node of every stack node (an array of p->nr_stacks, owned by the
+ * caller).
  */
 void report_tree_build(struct report_tree *t, const struct profile *p, const bool *keep,
-		       uint32_t **stack_node);
+		       bool by_line, uint32_t **stack_node);
 void report_tree_release(struct report_tree *t);
 
 #endif

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "base/base.h"
+#include "model.h"
 
 /* Field numbers of profile.proto, by message. */
 enum {
@@ -277,6 +278,7 @@ struct pprof {
 	struct idx str_idx;
 	struct mapping *maps;   /* the main binary's first; Mapping id = index + 1 */
 	size_t nr_maps, alloc_maps;
+	const char **names;     /* per profile function: report_func_name() */
 	uint32_t *func_id;      /* per profile function: Function id, 0 when unused */
 	uint32_t *func_map;     /* per profile function: index into maps */
 	uint32_t *loc_id;       /* per profile location: Location id, 0 when unused */
@@ -377,7 +379,8 @@ static void number_tables(struct pprof *pp)
 
 	/* pprof takes the first Mapping for the main binary ("File:" in its reports) */
 	for (size_t f = 0; f < p->nr_funcs; f++) {
-		if (pp->func_id[f] && !strcmp(p->funcs[f].name, "main")) {
+		if (pp->func_id[f] && !strcmp(p->funcs[f].name, "main") &&
+		    !profile_func_is_python(&p->funcs[f])) {
 			mapping_of(pp, p->funcs[f].module);
 			break;
 		}
@@ -387,6 +390,7 @@ static void number_tables(struct pprof *pp)
 			continue;
 		pp->func_id[f] = ++nr_funcs;
 		pp->func_map[f] = mapping_of(pp, p->funcs[f].module);
+		intern(pp, pp->names[f]);
 		intern(pp, p->funcs[f].name);
 		intern(pp, p->funcs[f].file ? p->funcs[f].file : "");
 	}
@@ -508,14 +512,13 @@ static void put_functions(struct pprof *pp, struct gz *z, struct pb *m)
 
 	for (size_t f = 0; f < p->nr_funcs; f++) {
 		const struct profile_func *fn = &p->funcs[f];
-		uint32_t name;
 
 		if (!pp->func_id[f])
 			continue;
-		name = intern(pp, fn->name);
 		pb_int(m, PB_FUNCTION_ID, pp->func_id[f]);
-		pb_int(m, PB_FUNCTION_NAME, name);
-		pb_int(m, PB_FUNCTION_SYSTEM_NAME, name);
+		/* a Python function: named by its label, its qualified name the system's */
+		pb_int(m, PB_FUNCTION_NAME, intern(pp, pp->names[f]));
+		pb_int(m, PB_FUNCTION_SYSTEM_NAME, intern(pp, fn->name));
 		pb_int(m, PB_FUNCTION_FILENAME, intern(pp, fn->file ? fn->file : ""));
 		pb_int(m, PB_FUNCTION_START_LINE, fn->line);
 		gz_field(z, PB_PROFILE_FUNCTION, m);
@@ -526,6 +529,7 @@ static void release(struct pprof *pp)
 {
 	free(pp->str);
 	idx_release(&pp->str_idx);
+	report_func_names_free(pp->p, pp->names);
 	free(pp->maps);
 	free(pp->func_id);
 	free(pp->func_map);
@@ -558,6 +562,7 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 	intern(&pp, "thread");
 	intern(&pp, "pid");
 	intern(&pp, "tid");
+	pp.names = report_func_names(p);
 	aggregate(&pp, keep);
 	number_tables(&pp);
 	for (size_t i = 0; i < pp.nr_samples; i++) {

@@ -53,12 +53,11 @@ static int write_section(FILE *out, const struct profile *p, const struct report
 		report_write_folded(out, p, prefix, keep);
 		return 0;
 	case REPORT_TREE:
-		report_write_tree(out, p, keep, o->min_percent);
+		report_write_tree(out, p, o, keep);
 		return 0;
 	case REPORT_CALLERS:
 	case REPORT_CALLEES:
-		return report_write_calls(out, p, keep, o->format == REPORT_CALLERS, o->match,
-					  o->limit, o->sort);
+		return report_write_calls(out, p, o, keep);
 	case REPORT_TABLE:
 		break;
 	default:
@@ -102,7 +101,7 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 	}
 	/* nothing is written when nothing can match */
 	if ((o->format == REPORT_CALLERS || o->format == REPORT_CALLEES) && o->match &&
-	    !report_any_match(p, keep, o->match)) {
+	    !report_any_match(p, keep, o->match, o->lines)) {
 		free(keep);
 		return -ENOENT;
 	}

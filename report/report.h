@@ -55,6 +55,7 @@ struct report_opts {
 	bool per_process;       /* one section per process */
 	double min_percent;     /* tree: fold nodes below this share of samples */
 	const char *match;      /* callers/callees: only functions matching this POSIX ERE */
+	bool lines;             /* table, tree, callers, callees: a row per source line (location) */
 	struct report_filter filter;
 	const char *const *inputs; /* file names, for the header */
 	size_t nr_inputs;
@@ -86,6 +87,7 @@ int report_write_diff(FILE *out, const struct profile *base, const struct profil
 
 struct report_func_stat {
 	uint32_t func;
+	uint32_t loc;                   /* by line: the location (in func); else PROFILE_NONE */
 	uint64_t self, cum;             /* samples */
 	uint64_t self_ns, cum_ns;       /* sum of sample weights */
 };
@@ -99,7 +101,16 @@ struct report_func_stat {
  */
 struct report_func_stat *report_func_stats(const struct profile *p, const bool *keep_sample,
 					   size_t *nr, uint64_t *total, uint64_t *total_ns);
+/*
+ * The same per location (a function and a line: for Python the line being
+ * run, for native code the source line): self counts the samples whose
+ * leaf is the location, cumulative those with it anywhere on the stack,
+ * once per sample.
+ */
+struct report_func_stat *report_line_stats(const struct profile *p, const bool *keep_sample,
+					   size_t *nr, uint64_t *total, uint64_t *total_ns);
 
+/* Sorts by KEY; rows by line take the location's line where a key has a line. */
 void report_sort_stats(const struct profile *p, struct report_func_stat *st, size_t nr,
 		       enum report_sort key);
 

@@ -52,12 +52,13 @@ static uint32_t *write_frames(FILE *out, const struct profile *p, const bool *ke
 	fputs("\"shared\":{\"frames\":[", out);
 	for (size_t f = 0; f < p->nr_funcs; f++) {
 		const struct profile_func *fn = &p->funcs[f];
+		char label[4096];
 
 		if (frame[f] == PROFILE_NONE)
 			continue;
 		frame[f] = nr;
 		fputs(nr++ ? ",\n{\"name\":" : "\n{\"name\":", out);
-		report_json_string(out, fn->name);
+		report_json_string(out, report_func_name(fn, label, sizeof(label)));
 		/* without debug info the module is the best "where" there is */
 		fputs(",\"file\":", out);
 		report_json_string(out, fn->file ? fn->file : fn->module);

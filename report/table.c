@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The cProfile-style table (--format table) and folded stacks (--format folded). */
+/* The cProfile-style table (--format table), by function or by line, and folded stacks (--format folded). */
 #include "internal.h"
 
 #include <inttypes.h>
@@ -13,7 +13,8 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 {
 	size_t nr;
 	uint64_t total, total_ns;
-	struct report_func_stat *st = report_func_stats(p, keep, &nr, &total, &total_ns);
+	struct report_func_stat *st = o->lines ? report_line_stats(p, keep, &nr, &total, &total_ns) :
+					report_func_stats(p, keep, &nr, &total, &total_ns);
 	size_t rows = o->limit && o->limit < nr ? o->limit : nr;
 	char label[4096], ns[48];
 
@@ -23,15 +24,15 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 	for (size_t i = 0; i < rows; i++) {
 		const struct report_func_stat *s = &st[i];
 
-		report_func_label(&p->funcs[s->func], label, sizeof(label));
+		report_row_label(p, s, label, sizeof(label));
 		snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, s->self, s->cum);
 		fprintf(out, "%15s %9.3f %5.1f%% %9.3f %5.1f%%  %s\n", ns, s->self_ns / 1e9,
 			total ? 100.0 * s->self / total : 0.0, s->cum_ns / 1e9,
 			total ? 100.0 * s->cum / total : 0.0, label);
 	}
 	if (rows < nr)
-		fprintf(out, "... %zu more function%s (--limit 0 shows all)\n", nr - rows,
-			nr - rows == 1 ? "" : "s");
+		fprintf(out, "... %zu more %s%s (--limit 0 shows all)\n", nr - rows,
+			o->lines ? "line" : "function", nr - rows == 1 ? "" : "s");
 	free(st);
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* The call tree (--format tree) and pstats-style callers/callees, merged by function. */
+/* The call tree (--format tree) and pstats-style callers/callees, merged by function or by line. */
 #include "internal.h"
 
 #include <errno.h>
@@ -41,7 +41,10 @@ static void print_subtree(FILE *out, const struct profile *p, const struct repor
 		const struct report_tnode *nd = &t->nodes[st[top].id];
 
 		if (!st[top].next_kid) {
-			report_func_label(&p->funcs[nd->func], label, sizeof(label));
+			if (nd->loc != PROFILE_NONE)
+				report_loc_label(p, nd->loc, label, sizeof(label));
+			else
+				report_func_label(&p->funcs[nd->func], label, sizeof(label));
 			fprintf(out, "%6.1f%% %6.1f%% %9.3f %9.3f %9" PRIu64 "  %*s",
 				100.0 * nd->cum / t->total, 100.0 * nd->self / t->total, nd->cum_ns / 1e9,
 				nd->self_ns / 1e9, nd->cum, indent_of(top), "");
@@ -73,11 +76,13 @@ static void print_subtree(FILE *out, const struct profile *p, const struct repor
 	free(st);
 }
 
-void report_write_tree(FILE *out, const struct profile *p, const bool *keep, double min_percent)
+void report_write_tree(FILE *out, const struct profile *p, const struct report_opts *o,
+		       const bool *keep)
 {
+	double min_percent = o->min_percent;
 	struct report_tree t;
 
-	report_tree_build(&t, p, keep, NULL);
+	report_tree_build(&t, p, keep, o->lines, NULL);
 	fprintf(out, "\n%7s %7s %9s %9s %9s  %s\n", "total%", "self%", "total", "self", "samples",
 		"function (callees indented under their callers)");
 	for (size_t r = 0; r < t.nr_roots && t.total; r++) {
@@ -90,6 +95,7 @@ void report_write_tree(FILE *out, const struct profile *p, const bool *keep, dou
 
 /* ---- callers and callees ---- */
 
+/* Between two rows: functions, or by line locations. */
 struct edge {
 	uint32_t caller, callee;
 	uint64_t n, ns;
@@ -106,9 +112,20 @@ static int by_count(const void *a, const void *b)
 	       (x->callee < y->callee ? -1 : x->callee > y->callee);
 }
 
-int report_write_calls(FILE *out, const struct profile *p, const bool *keep, bool callers,
-		       const char *match, size_t limit, enum report_sort sort)
+/* The row of a caller or callee: a function, or by line a location. */
+static size_t edge_label(const struct profile *p, uint32_t row, bool by_line, char *buf, size_t n)
 {
+	if (by_line)
+		return report_loc_label(p, row, buf, n);
+	return report_func_label(&p->funcs[row], buf, n);
+}
+
+int report_write_calls(FILE *out, const struct profile *p, const struct report_opts *o,
+		       const bool *keep)
+{
+	bool callers = o->format == REPORT_CALLERS, by_line = o->lines;
+	const char *match = o->match;
+	size_t limit = o->limit;
 	uint64_t *n = NULL, *ns = NULL;
 	struct edge *edges = NULL;
 	size_t nr_edges = 0, alloc_edges = 0, nr_stats, shown = 0;
@@ -125,14 +142,14 @@ int report_write_calls(FILE *out, const struct profile *p, const bool *keep, boo
 		if (!n[s])
 			continue;
 		for (uint32_t a = s; p->stacks[a].parent != PROFILE_NONE; a = p->stacks[a].parent) {
-			uint32_t callee = p->locs[p->stacks[a].loc].func;
-			uint32_t caller = p->locs[p->stacks[p->stacks[a].parent].loc].func;
+			uint32_t callee = report_row_of(p, a, by_line);
+			uint32_t caller = report_row_of(p, p->stacks[a].parent, by_line);
 			uint64_t h = hash_combine(hash_u64(caller), callee);
 			size_t pos = 0;
 			uint32_t id;
 
 			if (caller == callee)
-				continue;	/* inline or recursion within one function */
+				continue;	/* inline or recursion within one function (line) */
 			while ((id = idx_next(&index, h, &pos)) != IDX_NONE)
 				if (edges[id].caller == caller && edges[id].callee == callee)
 					break;
@@ -153,25 +170,26 @@ int report_write_calls(FILE *out, const struct profile *p, const bool *keep, boo
 		}
 	}
 	QSORT(edges, nr_edges, by_count);
-	st = report_func_stats(p, keep, &nr_stats, &total, &total_ns);
-	report_sort_stats(p, st, nr_stats, sort);
+	st = by_line ? report_line_stats(p, keep, &nr_stats, &total, &total_ns) :
+		       report_func_stats(p, keep, &nr_stats, &total, &total_ns);
+	report_sort_stats(p, st, nr_stats, o->sort);
 	fprintf(out, "\n%s\n", callers ? "Function  <-  was called by (samples with both on the stack, seconds)"
 				       : "Function  ->  called (samples with both on the stack, seconds)");
 	for (size_t i = 0; i < nr_stats && (!limit || shown < limit); i++) {
-		uint32_t f = st[i].func;
+		uint32_t row = by_line ? st[i].loc : st[i].func;
 		bool first = true;
 
-		if (match && regexec(&re, p->funcs[f].name, 0, NULL, 0))
+		if (match && !report_row_matches(p, &st[i], &re))
 			continue;
 		shown++;
-		report_func_label(&p->funcs[f], label, sizeof(label));
+		report_row_label(p, &st[i], label, sizeof(label));
 		fprintf(out, "\n%s  (%" PRIu64 " samples, %.3f s cumulative)\n", label, st[i].cum, st[i].cum_ns / 1e9);
 		for (size_t e = 0; e < nr_edges; e++) {
 			uint32_t other_f = callers ? edges[e].caller : edges[e].callee;
 
-			if ((callers ? edges[e].callee : edges[e].caller) != f)
+			if ((callers ? edges[e].callee : edges[e].caller) != row)
 				continue;
-			report_func_label(&p->funcs[other_f], other, sizeof(other));
+			edge_label(p, other_f, by_line, other, sizeof(other));
 			fprintf(out, "    %s %9" PRIu64 " %9.3f  %s\n", callers ? "<-" : "->", edges[e].n,
 				edges[e].ns / 1e9, other);
 			first = false;

@@ -125,6 +125,56 @@ static void stop_counts_saturate(void)
 	unlink(path);
 }
 
+/* Per-interpreter counts: written, read back, merged by (interpreter, version), saturating. */
+static void pythons(void)
+{
+	struct profile *p = sample_profile(), *q, *r = sample_profile();
+	char path[128], err[256] = "";
+	uint32_t a = profile_add_python(p, "/usr/bin/python3.11", "3.11.2", NULL);
+	uint32_t b = profile_add_python(p, "/usr/bin/python3.10", "3.10.12", "3.10 is not supported");
+
+	CHECK_EQ_U(profile_add_python(p, "/usr/bin/python3.11", "3.11.2", NULL), a);
+	CHECK(profile_add_python(p, "/usr/bin/python3.11", NULL, NULL) != a);
+	p->meta.pythons[a].samples = 3000;
+	p->meta.pythons[a].with_frames = 2987;
+	profile_add_python_miss(p, a, "no Python thread state", 10);
+	profile_add_python_miss(p, a, "torn", 3);
+	profile_add_python_miss(p, a, "no Python thread state", UINT64_MAX);
+	CHECK_EQ_U(p->meta.pythons[a].nr_misses, 2);
+	CHECK_EQ_U(p->meta.pythons[a].misses[0].count, INT64_MAX);
+	p->meta.pythons[b].samples = 40;
+	snprintf(path, sizeof(path), "%s/py.data", dir);
+	CHECK(profile_write(p, path, err, sizeof(err)) == 0);
+	q = profile_read(path, err, sizeof(err));
+	CHECK(q != NULL);
+	if (q) {
+		CHECK_EQ_U(q->meta.nr_pythons, 3);
+		CHECK(!strcmp(q->meta.pythons[0].version, "3.11.2"));
+		CHECK(q->meta.pythons[0].unsupported == NULL);
+		CHECK_EQ_U(q->meta.pythons[0].samples, 3000);
+		CHECK_EQ_U(q->meta.pythons[0].with_frames, 2987);
+		CHECK_EQ_U(q->meta.pythons[0].nr_misses, 2);
+		CHECK(!strcmp(q->meta.pythons[0].misses[1].reason, "torn"));
+		CHECK_EQ_U(q->meta.pythons[0].misses[1].count, 3);
+		CHECK(!strcmp(q->meta.pythons[1].unsupported, "3.10 is not supported"));
+		CHECK(q->meta.pythons[2].version == NULL);
+		profile_merge(r, q);
+		profile_merge(r, q);
+		CHECK_EQ_U(r->meta.nr_pythons, 3);
+		CHECK_EQ_U(r->meta.pythons[0].samples, 6000);
+		CHECK_EQ_U(r->meta.pythons[0].misses[1].count, 6);
+		CHECK_EQ_U(r->meta.pythons[0].misses[0].count, INT64_MAX);
+		CHECK_EQ_U(r->meta.pythons[1].samples, 80);
+	}
+	CHECK(profile_func_is_python(&p->funcs[0]) == false);
+	CHECK(profile_func_is_python(&p->funcs[profile_add_func(p, "<module>", PROFILE_MODULE_PYTHON,
+								  "/tmp/x/train.py", 1)]));
+	profile_free(q);
+	profile_free(r);
+	profile_free(p);
+	unlink(path);
+}
+
 static void write_failure_leaves_nothing(void)
 {
 	struct profile *p = sample_profile();
@@ -302,6 +352,19 @@ static void bad_files(void)
 		"\"locations\":{\"function\":[],\"line\":[]},"
 		"\"stacks\":{\"parent\":[],\"location\":[]},\"processes\":[],\"threads\":[],"
 		"\"samples\":{\"time_us_delta\":[1],\"thread\":[0],\"stack\":[0]}}", EBADMSG, "empty");
+#define PY_META(x) "{\"format\":\"proftool-profile\",\"version\":1,\"meta\":{\"python\":" x "}}"
+	rejects(PY_META("{}"), EBADMSG, "meta field 'python' is not an array");
+	rejects(PY_META("[1]"), EBADMSG, "python entry 0 is malformed");
+	rejects(PY_META("[{\"interpreter\":\"/p\",\"samples\":1}]"), EBADMSG, "python entry 0 is malformed");
+	rejects(PY_META("[{\"interpreter\":\"/p\",\"samples\":1,\"with_frames\":2}]"), EBADMSG,
+		"python entry 0 is malformed");
+	rejects(PY_META("[{\"interpreter\":\"/p\",\"version\":3,\"samples\":1,\"with_frames\":0}]"),
+		EBADMSG, "python entry 0 is malformed");
+	rejects(PY_META("[{\"interpreter\":\"/p\",\"samples\":-1,\"with_frames\":0}]"), EBADMSG,
+		"python entry 0 is malformed");
+	rejects(PY_META("[{\"interpreter\":\"/p\",\"samples\":1,\"with_frames\":0,\"misses\":[{\"count\":1}]}]"),
+		EBADMSG, "python entry 0: miss 0 is malformed");
+#undef PY_META
 }
 
 int main(void)
@@ -314,6 +377,7 @@ int main(void)
 	RUN(round_trip);
 	RUN(merging);
 	RUN(stop_counts_saturate);
+	RUN(pythons);
 	RUN(write_failure_leaves_nothing);
 	RUN(bad_files);
 	RUN(spilling);
