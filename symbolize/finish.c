@@ -117,22 +117,30 @@ static size_t resolve_frame(struct profile *p, const struct module *m, struct sy
 /* Each interpreter's samples with and without Python frames, into the profile's meta. */
 static void add_python_stats(struct sym_session *ss, struct profile *p)
 {
-	(void)p;
-	if (getenv("PROFTOOL_DEBUG_PYTHON")) {
-		for (size_t i = 0; i < ss->nr_py_stats; i++) {
-			const struct sym_python_interp *in = sym_python_interp(ss->opts.python, (uint32_t)i);
-			const struct ss_py_stat *st = &ss->py_stats[i];
+	size_t nr = sym_python_nr_interps(ss->opts.python);
 
-			fprintf(stderr, "python %s %x%s%s: %" PRIu64 " samples, %" PRIu64 " with frames",
-				in ? in->path : "?", in ? in->version : 0, in && in->unsupported ? " " : "",
-				in && in->unsupported ? in->unsupported : "", st->samples, st->with_frames);
-			for (int m = 0; m < PY_MISS_NR; m++)
-				if (st->miss[m])
-					fprintf(stderr, ", %" PRIu64 " %s", st->miss[m], ss_py_miss_name(m));
-			fputc('\n', stderr);
-		}
-		fprintf(stderr, "python: %" PRIu64 " stacks paired by position\n", ss->py_mismatched);
+	for (size_t i = 0; i < nr; i++) {
+		const struct sym_python_interp *in = sym_python_interp(ss->opts.python, (uint32_t)i);
+		const struct ss_py_stat *st = i < ss->nr_py_stats ? &ss->py_stats[i] : NULL;
+		char version[32];
+		uint32_t e;
+
+		/* an interpreter found in a process that was never sampled after is no news */
+		if (!st || !st->samples)
+			continue;
+		if (in->version)
+			snprintf(version, sizeof(version), "%u.%u.%u", in->version >> 24,
+				 (in->version >> 16) & 0xff, (in->version >> 8) & 0xff);
+		e = profile_add_python(p, in->path, in->version ? version : NULL, in->unsupported);
+		p->meta.pythons[e].samples += st->samples;
+		p->meta.pythons[e].with_frames += st->with_frames;
+		for (int m = 0; m < PY_MISS_NR; m++)
+			if (st->miss[m] && !(in->unsupported && m == PY_MISS_UNSUPPORTED))
+				profile_add_python_miss(p, e, ss_py_miss_name(m), st->miss[m]);
 	}
+	if (getenv("PROFTOOL_DEBUG_PYTHON"))
+		fprintf(stderr, "proftool: debug: %" PRIu64 " Python stacks paired by position\n",
+			ss->py_mismatched);
 }
 
 struct profile *sym_session_finish(struct sym_session *ss,

@@ -22,6 +22,7 @@ static const char *const miss_names[PY_MISS_NR] = {
 	[PY_MISS_UNSUPPORTED] = "interpreter not supported",
 	[PY_MISS_NOT_PERMITTED] = "memory not readable (needs ptrace rights over the process)",
 	[PY_MISS_OUTSIDE] = "thread outside the interpreter loop",
+	[PY_MISS_GONE] = "process ended before the read",
 };
 
 const char *ss_py_miss_name(enum py_miss m)
@@ -42,6 +43,8 @@ static enum py_miss miss_of(uint32_t status)
 		return PY_MISS_UNSUPPORTED;
 	case PYX_NOT_PERMITTED:
 		return PY_MISS_NOT_PERMITTED;
+	case PYX_GONE:
+		return PY_MISS_GONE;
 	default:
 		return PY_MISS_IDLE;
 	}

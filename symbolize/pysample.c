@@ -355,6 +355,9 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, void *buf, size_t
 	hdr.interp = pp->interp;
 	hdr.status = !pp->reader && pp->open_errno == EPERM ? PYX_NOT_PERMITTED :
 		     !pp->reader && pp->open_errno == EFAULT ? PY_STACK_UNREADABLE : st;
+	/* the perf backend reads a few ms late: the process may have ended meanwhile */
+	if (hdr.status == PY_STACK_UNREADABLE && !n && readable(pid, pp->eval_lo) == ESRCH)
+		hdr.status = PYX_GONE;
 	hdr.nr = (uint32_t)n;
 	hdr.eval_lo = pp->eval_lo;
 	hdr.eval_hi = pp->eval_hi;
@@ -440,7 +443,7 @@ bool pyx_decode(const void *buf, size_t len, struct pyx_hdr *hdr, const struct p
 		return false;
 	memcpy(hdr, buf, sizeof(*hdr));
 	if (hdr->nr > PY_MAX_DEPTH || hdr->nr * sizeof(struct pyx_frame) > len - sizeof(*hdr) ||
-	    hdr->status > PYX_NOT_PERMITTED)
+	    hdr->status > PYX_GONE)
 		return false;
 	*frames = (const struct pyx_frame *)((const char *)buf + sizeof(*hdr));
 	return true;

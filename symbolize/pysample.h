@@ -31,8 +31,9 @@ struct pyx_frame {
 	uint32_t flags;         /* PY_FRAME_* */
 };
 
-/* A status of its own: the process's memory may not be read (ptrace rights). */
+/* Statuses of its own: the process's memory may not be read (ptrace rights), or it is gone. */
 #define PYX_NOT_PERMITTED PY_STACK_NR
+#define PYX_GONE (PY_STACK_NR + 1)
 
 /* Bytes the hook may write per sample: the header and PY_MAX_DEPTH frames. */
 #define PYX_CAP (sizeof(struct pyx_hdr) + PY_MAX_DEPTH * sizeof(struct pyx_frame))
