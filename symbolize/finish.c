@@ -138,9 +138,15 @@ static void add_python_stats(struct sym_session *ss, struct profile *p)
 			if (st->miss[m] && !(in->unsupported && m == PY_MISS_UNSUPPORTED))
 				profile_add_python_miss(p, e, ss_py_miss_name(m), st->miss[m]);
 	}
-	if (getenv("PROFTOOL_DEBUG_PYTHON"))
-		fprintf(stderr, "proftool: debug: %" PRIu64 " Python stacks paired by position\n",
+	/* for the bench: what reading cost, and how often the two sides disagreed */
+	if (getenv("PROFTOOL_DEBUG_PYTHON")) {
+		uint64_t reads, ns;
+
+		sym_python_read_cost(ss->opts.python, &reads, &ns);
+		fprintf(stderr, "proftool: debug: %" PRIu64 " Python stacks read, %.1f us each; "
+			"%" PRIu64 " paired by position\n", reads, reads ? ns / 1e3 / reads : 0.0,
 			ss->py_mismatched);
+	}
 }
 
 struct profile *sym_session_finish(struct sym_session *ss,

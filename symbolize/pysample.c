@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -82,6 +83,7 @@ struct sym_python {
 	struct idx func_idx;
 
 	struct py_frame *frames; /* scratch: one stack */
+	uint64_t reads, read_ns; /* stacks read, and the time it took (for the bench) */
 };
 
 /* ---- tables ---- */
@@ -328,6 +330,15 @@ static void release(struct pyproc *pp)
 
 /* ---- the hook ---- */
 
+/* CPU time of the calling thread: what a read costs, however the thread was scheduled. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static size_t hook_sample(void *arg, int32_t pid, int32_t tid, void *buf, size_t cap)
 {
 	struct sym_python *py = arg;
@@ -336,6 +347,7 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, void *buf, size_t
 	struct pyx_frame *out = (struct pyx_frame *)((char *)buf + sizeof(hdr));
 	enum py_status st = PY_STACK_UNSUPPORTED;
 	size_t max, n = 0;
+	uint64_t t0;
 
 	if (!pp->found || cap < sizeof(hdr))
 		return 0;
@@ -347,10 +359,15 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, void *buf, size_t
 	 * backend reads without stopping it): a torn or unreadable read is
 	 * tried again at once, which almost always gets a whole stack.
 	 */
+	t0 = pp->reader ? thread_cpu_ns() : 0;
 	for (int tries = 0; pp->reader && tries < 3; tries++) {
 		n = py_read_stack(pp->reader, tid, py->frames, max, &st);
 		if (st != PY_STACK_TORN && st != PY_STACK_UNREADABLE)
 			break;
+	}
+	if (pp->reader) {
+		py->reads++;
+		py->read_ns += thread_cpu_ns() - t0;
 	}
 	hdr.interp = pp->interp;
 	hdr.status = !pp->reader && pp->open_errno == EPERM ? PYX_NOT_PERMITTED :
@@ -467,4 +484,10 @@ size_t sym_python_nr_interps(const struct sym_python *py)
 const struct sym_python_interp *sym_python_interp(const struct sym_python *py, uint32_t id)
 {
 	return py && id < py->nr_interps ? &py->interps[id] : NULL;
+}
+
+void sym_python_read_cost(const struct sym_python *py, uint64_t *reads, uint64_t *ns)
+{
+	*reads = py ? py->reads : 0;
+	*ns = py ? py->read_ns : 0;
 }
