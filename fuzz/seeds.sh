@@ -36,6 +36,8 @@ rec sleepy-wall --mode wall -- "$build/workloads/sleepy" 0.05
 for f in split-fp threads deep; do
 	[ -s "$prof/$f.data" ] && gzip -dc <"$prof/$f.data" >"$prof/$f.json"
 done
+# a Python job's profile (Python functions, meta.python), as tests/report_python.bats reads
+command -v python3 >/dev/null && python3 tests/tools/pyprofile.py "$prof/python.json" --plain
 # the example of docs/profile-format.md, and the hand-made regression inputs
 sed -n '/^```json$/,/^```$/p' docs/profile-format.md | sed '1d;$d' >"$prof/doc-example.json"
 for f in tests/fuzz-regress/*.json; do

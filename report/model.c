@@ -298,8 +298,12 @@ static int stat_cmp(const void *a, const void *b, void *arg)
 		return r;
 	/* a total order, so that equal keys still print the same way every time */
 	if ((r = cmp_u64_desc(x->cum_ns, y->cum_ns)) || (r = cmp_str(fx->name, fy->name)) ||
-	    (r = cmp_str(file_or_module(fx), file_or_module(fy))) || (r = cmp_u32(lx, ly)) ||
-	    (r = cmp_u32(x->func, y->func)))
+	    (r = cmp_str(file_or_module(fx), file_or_module(fy))))
+		return r;
+	/* rows by line: the lines of one function in order */
+	if (x->loc != PROFILE_NONE && (r = cmp_u32(lx, ly)))
+		return r;
+	if ((r = cmp_u32(x->func, y->func)))
 		return r;
 	return cmp_u32(x->loc, y->loc);
 }

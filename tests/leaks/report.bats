@@ -56,3 +56,20 @@ vg() {
 	vg 2 report --format nonsense "$BATS_FILE_TMPDIR/big.data"
 	vg 1 diff "$BATS_FILE_TMPDIR/big.data" bad.data
 }
+
+@test "Python profiles: every format, --lines, merged files, diff and a corrupt meta.python" {
+	need valgrind valgrind
+	python3 "$BATS_TEST_DIRNAME/../tools/pyprofile.py" py.data
+	python3 "$BATS_TEST_DIRNAME/../tools/pyprofile.py" main.data --main-only
+	for fmt in table tree callers callees folded json timers speedscope chrome pprof svg html; do
+		vg 0 report --format "$fmt" -o "py.$fmt" py.data main.data
+	done
+	for fmt in table tree callers callees; do
+		vg 0 report --lines --format "$fmt" -o "lines.$fmt" py.data
+	done
+	vg 0 report --lines --per-thread --match 'train\.py' --format callers -o lines.pt py.data
+	vg 0 diff -o py.diff py.data main.data
+	python3 "$BATS_TEST_DIRNAME/../tools/pyprofile.py" bad.data --meta-python \
+		'[{"interpreter": "/p", "samples": 1, "with_frames": 0, "misses": [{"reason": "torn"}]}]'
+	vg 1 report bad.data
+}
