@@ -234,6 +234,7 @@ static int do_attach(struct sampling_opts *o, pid_t pid)
 	so.pid = pid;
 	so.tids = tids;
 	so.nr_tids = nr;
+	o->python_likely = o->python && sampling_python_process(pid);
 	r.sampler = nr ? sampling_open(o, &so) : NULL;
 	if (!r.sampler) {
 		if (!nr)

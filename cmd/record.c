@@ -127,6 +127,7 @@ static int do_record(struct sampling_opts *o, char **command)
 		return EXIT_FAIL;
 	}
 	so.pid = child.pid;
+	o->python_likely = o->python && sampling_python_command(command);
 	r.sampler = sampling_open(o, &so);
 	if (!r.sampler) {
 		sampler_spawn_abort(&child);

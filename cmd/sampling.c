@@ -221,6 +221,74 @@ static void raise_fd_limit(void)
 	}
 }
 
+/* Whether the file at PATH is a Python interpreter or a script run by one (its #! line). */
+static bool python_file(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	char line[256] = "";
+	FILE *f;
+
+	base = base ? base + 1 : path;
+	if (!strncmp(base, "python", 6))
+		return true;
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (!fgets(line, sizeof(line), f))
+		line[0] = '\0';
+	fclose(f);
+	return line[0] == '#' && line[1] == '!' && strstr(line, "python");
+}
+
+bool sampling_python_command(char *const argv[])
+{
+	char path[4096];
+
+	/* the command, or what a wrapper (env, time -o F, nice, torchrun...) runs */
+	for (int i = 0; argv[i] && i < 16; i++) {
+		const char *name = argv[i], *dirs = getenv("PATH");
+
+		if (name[0] == '-')
+			continue;
+		if (!strchr(name, '/') && dirs) {
+			/* the first match on PATH, as execvp finds it */
+			for (const char *d = dirs; d; d = strchr(d, ':') ? strchr(d, ':') + 1 : NULL) {
+				size_t len = strcspn(d, ":");
+
+				snprintf(path, sizeof(path), "%.*s/%s", (int)len, len ? d : ".", name);
+				if (access(path, X_OK) == 0) {
+					name = path;
+					break;
+				}
+			}
+		}
+		if (python_file(name))
+			return true;
+	}
+	return false;
+}
+
+bool sampling_python_process(pid_t pid)
+{
+	char path[64], exe[4096], line[4352];
+	ssize_t n;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	if (n > 0 && python_file(exe))
+		return true;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libpython3") != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 {
 	struct sampler *s;
@@ -236,6 +304,7 @@ struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 	if (o->python && !o->py)
 		o->py = sym_python_new();
 	so->hook = o->py ? sym_python_hook(o->py) : NULL;
+	so->hook_each_sample = o->py && o->python_likely;
 	/* wall-clock samples of blocked threads are what ptrace sampling gives */
 	so->backend = o->backend == BACKEND_PTRACE || o->wall ? SAMPLER_BACKEND_PTRACE :
 		      SAMPLER_BACKEND_PERF;

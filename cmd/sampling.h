@@ -23,6 +23,7 @@ struct sampling_opts {
 	enum { BACKEND_AUTO, BACKEND_PERF, BACKEND_PTRACE } backend;
 	bool wall;              /* --mode wall */
 	bool python;            /* --python auto: merge CPython frames */
+	bool python_likely;     /* the target looks like Python from the start (set by the caller) */
 	enum sampler_backend used; /* what sampling_open settled on */
 	struct sym_python *py;  /* sampling_open's, when python; freed by sampling_finish */
 };
@@ -93,6 +94,14 @@ void sampling_signals(sigset_t *waitmask);
  */
 struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so);
 void sampling_begin(struct sampling_run *r);
+
+/*
+ * Whether a command (after env, nice, time...) is a Python interpreter or
+ * a script with a python #! line, or a running process has one: then the
+ * sampler reads Python stacks promptly from the first sample on.
+ */
+bool sampling_python_command(char *const argv[]);
+bool sampling_python_process(pid_t pid);
 void sampling_loop(struct sampling_run *r, const sigset_t *waitmask);
 /*
  * Drains what is left, symbolizes, writes the profile and prints the

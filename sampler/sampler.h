@@ -38,8 +38,10 @@ enum sampler_event {
  * they reach the callback with the sample as sample.extra. TASK is told of
  * each exec, process exit and new executable mapping as the backend sees
  * them, which across CPUs is not always before a sample that follows them.
- * Both run on the sampler's own thread (or the caller's during a flush),
- * never two at once.
+ * EAGER, when set, says whether the hook has anything to read yet (the
+ * perf backend then drains every millisecond, and at real-time priority
+ * where allowed, instead of every 20 ms). All three run on the sampler's
+ * own thread (or the caller's during a flush), never two at once.
  */
 enum sampler_task_event {
 	SAMPLER_TASK_EXEC,
@@ -50,6 +52,7 @@ enum sampler_task_event {
 struct sampler_hook {
 	size_t (*sample)(void *arg, int32_t pid, int32_t tid, void *buf, size_t cap);
 	void (*task)(void *arg, enum sampler_task_event ev, int32_t pid);
+	bool (*eager)(void *arg);
 	void *arg;
 	size_t cap;
 };
@@ -67,6 +70,8 @@ struct sampler_opts {
 	enum sampler_backend backend;
 	bool wall;              /* ptrace: sample threads whether running or blocked */
 	const struct sampler_hook *hook; /* NULL: none */
+	bool hook_each_sample;  /* perf: wake the drain thread at each sample (the target looks like
+				   the hook's business from the start), not only once EAGER says so */
 };
 
 /* Parses "cpu-clock"...; returns 0 or -EINVAL. */

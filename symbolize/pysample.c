@@ -388,6 +388,14 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, void *buf, size_t
 	return sizeof(hdr) + n * sizeof(*out);
 }
 
+/* Whether some process has an interpreter to read: until then the sampler need not hurry. */
+static bool hook_eager(void *arg)
+{
+	const struct sym_python *py = arg;
+
+	return py->nr_interps > 0;
+}
+
 static void hook_task(void *arg, enum sampler_task_event ev, int32_t pid)
 {
 	struct sym_python *py = arg;
@@ -417,6 +425,7 @@ struct sym_python *sym_python_new(void)
 
 	py->hook.sample = hook_sample;
 	py->hook.task = hook_task;
+	py->hook.eager = hook_eager;
 	py->hook.arg = py;
 	py->hook.cap = PYX_CAP;
 	py->frames = xmalloc(PY_MAX_DEPTH * sizeof(*py->frames));
