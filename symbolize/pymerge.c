@@ -137,8 +137,13 @@ size_t ss_py_merge(struct sym_session *ss, const void *extra, size_t extra_size,
 			}
 			out[n++] = native[i];
 		}
-		if (!outer_first) {
-			/* runs beyond the native stack's eval loops go on outwards */
+		/*
+		 * Runs beyond the native stack's eval loops go on outwards where
+		 * the native stack was cut short (or is the leaf alone, -g none);
+		 * above a whole native stack without an eval loop they would sit
+		 * over _start: read after the thread left the interpreter.
+		 */
+		if (!outer_first && (truncated || nr <= 1 || nr_evals)) {
 			for (uint32_t r = k; r < nr_runs; r++) {
 				for (uint32_t f = runs[r].start; f < runs[r].end; f++)
 					out[n++] = ss_intern_frame(ss, MOD_PYTHON,

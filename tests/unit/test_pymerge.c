@@ -143,9 +143,13 @@ static void native_cut_short(void)
 	/* no native user frames at all (-g none, or a kernel-only sample) */
 	merge(ss, "", buf, attach(buf, PY_STACK_COMPLETE, f, fl, 4), true, out);
 	CHECK_STR(out, "1234");
-	/* no eval loop in a whole native stack: the frames still show, outermost */
-	merge(ss, "ab", buf, attach(buf, PY_STACK_COMPLETE, f, fl, 4), false, out);
-	CHECK_STR(out, "ab1234");
+	/* the leaf alone (-g none): the Python frames are the whole stack above it */
+	merge(ss, "a", buf, attach(buf, PY_STACK_COMPLETE, f, fl, 4), false, out);
+	CHECK_STR(out, "a1234");
+	/* no eval loop in a whole native stack: read after the thread left the interpreter */
+	merge(ss, "abm", buf, attach(buf, PY_STACK_COMPLETE, f, fl, 4), false, out);
+	CHECK_STR(out, "abm");
+	CHECK_EQ_U(ss->py_stats[0].miss[PY_MISS_OUTSIDE], 1);
 	sym_session_free(ss);
 }
 
