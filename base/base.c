@@ -174,6 +174,22 @@ const char *proc_stat_fields(int pid, int tid, char *buf, size_t n)
 	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
 }
 
+bool proc_maps_parse(char *line, struct proc_map *m)
+{
+	unsigned long long start, end, pgoff, ino;
+	unsigned maj, min;
+	char perms[8];
+	int at = 0;
+
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff, &maj, &min,
+		   &ino, &at) < 7)
+		return false;
+	line[strcspn(line, "\n")] = '\0';
+	*m = (struct proc_map){ start, end, pgoff, ino, maj, min, perms[2] == 'x',
+				at ? line + at : "" };
+	return true;
+}
+
 char proc_task_state(int pid, int tid, unsigned long *flags)
 {
 	char buf[1024];

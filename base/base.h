@@ -3,6 +3,7 @@
 #ifndef PROFTOOL_BASE_H
 #define PROFTOOL_BASE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -98,6 +99,17 @@ void errbuf_set(char *err, size_t errlen, const char *fmt, ...);
  * the state letter, then ppid, pgrp... NULL when the task is gone.
  */
 const char *proc_stat_fields(int pid, int tid, char *buf, size_t n);
+
+/* One line of /proc/PID/maps. */
+struct proc_map {
+	uint64_t start, end, pgoff, ino;
+	uint32_t maj, min;
+	bool exec;              /* 'x' among its permissions */
+	const char *path;       /* in the line itself; "" for anonymous memory */
+};
+
+/* Parses LINE, cutting its newline; false when it is not a mapping. */
+bool proc_maps_parse(char *line, struct proc_map *m);
 
 /*
  * The state letter of task TID of process PID ('R', 'S', 'T', 't', 'Z',

@@ -394,37 +394,32 @@ static void refresh_maps(struct ptrace_sampler *s, pid_t pid, bool quiet)
 	if (!f)
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, pgoff, ino;
-		unsigned maj, min;
-		char perms[8];
-		int name_at = 0;
+		struct proc_map m;
 		bool known = false;
 		struct sampler_rec r;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
-			   &maj, &min, &ino, &name_at) < 7 || perms[2] != 'x')
+		if (!proc_maps_parse(line, &m) || !m.exec)
 			continue;
 		for (size_t i = 0; i < pm->nr && !known; i++)
-			known = pm->maps[i].start == start && pm->maps[i].end == end &&
-				pm->maps[i].pgoff == pgoff && pm->maps[i].ino == ino;
+			known = pm->maps[i].start == m.start && pm->maps[i].end == m.end &&
+				pm->maps[i].pgoff == m.pgoff && pm->maps[i].ino == m.ino;
 		if (known)
 			continue;
 		ALLOC_GROW(pm->maps, pm->nr + 1, pm->alloc);
-		pm->maps[pm->nr++] = (struct pmap){ start, end, pgoff, ino };
+		pm->maps[pm->nr++] = (struct pmap){ m.start, m.end, m.pgoff, m.ino };
 		if (quiet)
 			continue;
-		line[strcspn(line, "\n")] = '\0';
 		memset(&r, 0, sizeof(r));
 		r.type = SAMPLER_REC_MMAP;
 		r.pid = r.tid = pid;
-		r.mmap.start = start;
-		r.mmap.len = end - start;
-		r.mmap.pgoff = pgoff;
-		r.mmap.maj = maj;
-		r.mmap.min = min;
-		r.mmap.ino = ino;
+		r.mmap.start = m.start;
+		r.mmap.len = m.end - m.start;
+		r.mmap.pgoff = m.pgoff;
+		r.mmap.maj = m.maj;
+		r.mmap.min = m.min;
+		r.mmap.ino = m.ino;
 		r.mmap.prot = 4; /* PROT_EXEC */
-		r.mmap.filename = name_at ? line + name_at : "";
+		r.mmap.filename = m.path;
 		emit(s, &r);
 		task_event(s, SAMPLER_TASK_MMAP, pid);
 	}

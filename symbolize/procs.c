@@ -195,20 +195,15 @@ int sym_session_add_existing(struct sym_session *ss, int32_t pid, int32_t tid)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		unsigned long long start, end, pgoff, ino;
-		unsigned maj, min;
-		char perms[8];
-		int name_at = 0;
+		struct proc_map pm;
 		struct map m;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &pgoff,
-			   &maj, &min, &ino, &name_at) < 7 || perms[2] != 'x')
+		if (!proc_maps_parse(line, &pm) || !pm.exec)
 			continue;
-		line[strcspn(line, "\n")] = '\0';
-		m.start = start;
-		m.end = end;
-		m.pgoff = pgoff;
-		m.module = ss_get_module(ss, name_at ? line + name_at : "", maj, min, ino, pid, start, end);
+		m.start = pm.start;
+		m.end = pm.end;
+		m.pgoff = pm.pgoff;
+		m.module = ss_get_module(ss, pm.path, pm.maj, pm.min, pm.ino, pid, pm.start, pm.end);
 		m.bias_state = BIAS_UNKNOWN;
 		ss_aspace_insert(&ss->procs[proc].as, &m);
 	}

@@ -151,11 +151,21 @@ static uint32_t func_of(struct sym_python *py, struct pyproc *pp, const struct p
 
 /* ---- finding the interpreter ---- */
 
+/* PATH as process PID sees it: through its root, for it may live in another mount namespace (a container). */
+static int open_in(int32_t pid, const char *path)
+{
+	char root[PATH_MAX + 32];
+	int fd;
+
+	snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, path);
+	fd = open(root, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : open(path, O_RDONLY | O_CLOEXEC);
+}
+
 /* The probe of the file at PATH in PID's file system, once per file. */
 static struct pyfile *probe(struct sym_python *py, int32_t pid, const char *path, uint32_t maj,
 			    uint32_t min, uint64_t ino)
 {
-	char root[PATH_MAX + 32];
 	struct pyfile *f;
 	int fd;
 
@@ -171,11 +181,7 @@ static struct pyfile *probe(struct sym_python *py, int32_t pid, const char *path
 	f->min = min;
 	f->ino = ino;
 	f->path = xstrdup(path);
-	/* through the process's root: it may live in another mount namespace (a container) */
-	snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, path);
-	fd = open(root, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open_in(pid, path);
 	if (fd >= 0) {
 		f->found = py_probe_file(fd, path, &f->probe) == 0;
 		close(fd);
@@ -195,13 +201,8 @@ static bool candidate(const char *path, const char *exe)
 static void load_bias(int32_t pid, const char *path, uint64_t start, uint64_t pgoff, uint64_t *bias,
 		      bool *ok)
 {
-	char root[PATH_MAX + 32];
-	int fd;
+	int fd = open_in(pid, path);
 
-	snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, path);
-	fd = open(root, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		fd = open(path, O_RDONLY | O_CLOEXEC);
 	*ok = fd >= 0 && sym_elf_bias(fd, start, pgoff, bias);
 	if (fd >= 0)
 		close(fd);
@@ -235,21 +236,14 @@ static void discover(struct sym_python *py, struct pyproc *pp)
 	if (!fp)
 		return;
 	while (fgets(line, sizeof(line), fp)) {
-		unsigned long long s, e, off, ino;
-		unsigned maj, min;
-		char perms[8];
-		int at = 0;
+		struct proc_map m;
 
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &s, &e, perms, &off, &maj, &min,
-			   &ino, &at) < 7 || !at || line[at] != '/')
+		if (!proc_maps_parse(line, &m) || m.path[0] != '/' || !candidate(m.path, exe))
 			continue;
-		line[strcspn(line, "\n")] = '\0';
-		if (!candidate(line + at, exe))
-			continue;
-		f = probe(py, pp->pid, line + at, maj, min, ino);
+		f = probe(py, pp->pid, m.path, m.maj, m.min, m.ino);
 		if (f->found) {
-			start = s;
-			pgoff = off;
+			start = m.start;
+			pgoff = m.pgoff;
 			break;
 		}
 		f = NULL;

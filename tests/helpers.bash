@@ -254,3 +254,15 @@ one_error_line() {
 	[ "${#stderr_lines[@]}" -eq 1 ] || { echo "stderr has ${#stderr_lines[@]} lines: $stderr" >&2; return 1; }
 	[[ "${stderr_lines[0]}" == "proftool: "* ]] || { echo "stderr: $stderr" >&2; return 1; }
 }
+
+# Interpreters beyond Debian's, for extra coverage where installed (never required).
+PYENV=${PYENV_ROOT:-$HOME/.pyenv}
+
+# pyenv_python MINOR: pyenv's python3 of version MINOR (3.12), if installed
+pyenv_python() {
+	local py
+	for py in "$PYENV"/versions/"$1".*/bin/python3; do
+		[ -x "$py" ] && { echo "$py"; return 0; }
+	done
+	return 1
+}

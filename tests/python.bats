@@ -8,7 +8,6 @@
 load helpers
 
 PYDIR=$BATS_TEST_DIRNAME/workloads/py
-PYENV=${PYENV_ROOT:-$HOME/.pyenv}
 
 teardown() {
 	if [ -n "${target:-}" ]; then
@@ -19,15 +18,6 @@ teardown() {
 }
 
 # ---- interpreters ----
-
-# pyenv_python MINOR: pyenv's python3 of version MINOR (3.12), if installed
-pyenv_python() {
-	local py
-	for py in "$PYENV"/versions/"$1".*/bin/python3; do
-		[ -x "$py" ] && { echo "$py"; return 0; }
-	done
-	return 1
-}
 
 # use_python debian|MINOR: sets PY to Debian's python3 (never skipped under CI) or to
 # pyenv's MINOR (skipped when it is not installed: extra coverage)

@@ -7,7 +7,6 @@
 load helpers
 
 SCRIPT=$BATS_TEST_DIRNAME/workloads/pystacks.py
-PYENV=${PYENV_ROOT:-$HOME/.pyenv}
 
 teardown() {
 	if [ -n "${PY_PID:-}" ]; then
@@ -25,15 +24,6 @@ line() {
 # def_line NAME: the line of pystacks.py defining NAME (a function or class)
 def_line() {
 	grep -nE "^ *(async def|def|class) $1\b" "$SCRIPT" | cut -d: -f1
-}
-
-# pyenv_python MINOR: pyenv's python3 of version MINOR (3.12), or skip
-pyenv_python() {
-	local py
-	for py in "$PYENV"/versions/"$1".*/bin/python3; do
-		[ -x "$py" ] && { echo "$py"; return 0; }
-	done
-	return 1
 }
 
 # start_python PY [ARG]: runs pystacks.py and waits until it says every thread is parked
