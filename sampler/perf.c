@@ -599,7 +599,10 @@ static uint32_t hook_record(struct perf_sampler *s, struct stage *st, size_t off
 		}
 		return 0;
 	case PERF_RECORD_EXIT:
-		/* pid, ppid, tid: the process ends with its last thread, which is not always the leader */
+		/*
+		 * pid, ppid, tid: the leader's exit stands for the process's (when
+		 * it leaves before its threads, the next sample looks again)
+		 */
 		if (hk->task && len >= sizeof(h) + 16) {
 			memcpy(u32, st->buf + off + sizeof(h), 16);
 			if (u32[0] == u32[2])
