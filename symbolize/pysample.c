@@ -198,18 +198,18 @@ static bool candidate(const char *path, const char *exe)
 	return !strcmp(path, exe) || !strncmp(base, "libpython3", 10);
 }
 
-static void load_bias(int32_t pid, const char *path, uint64_t start, uint64_t pgoff, uint64_t *bias,
-		      bool *ok)
+static bool load_bias(int32_t pid, const char *path, uint64_t start, uint64_t pgoff, uint64_t *bias)
 {
 	int fd = open_in(pid, path);
+	bool ok = fd >= 0 && sym_elf_bias(fd, start, pgoff, bias);
 
-	*ok = fd >= 0 && sym_elf_bias(fd, start, pgoff, bias);
 	if (fd >= 0)
 		close(fd);
+	return ok;
 }
 
-/* Why ADDR in PID cannot be read: EPERM (no ptrace rights), ESRCH, EFAULT. */
-static int readable(int32_t pid, uint64_t addr)
+/* Why ADDR in PID cannot be read: EPERM (no ptrace rights), ESRCH (gone), else EFAULT. */
+static int unreadable_why(int32_t pid, uint64_t addr)
 {
 	char c;
 	struct iovec local = { &c, 1 }, remote = { (void *)(uintptr_t)addr, 1 };
@@ -226,7 +226,6 @@ static void discover(struct sym_python *py, struct pyproc *pp)
 	uint64_t start = 0, pgoff = 0, bias = 0;
 	ssize_t n;
 	FILE *fp;
-	bool ok = false;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pp->pid);
 	n = readlink(path, exe, sizeof(exe) - 1);
@@ -252,8 +251,7 @@ static void discover(struct sym_python *py, struct pyproc *pp)
 	if (!f)
 		return;
 	pp->found = true;
-	load_bias(pp->pid, f->path, start, pgoff, &bias, &ok);
-	if (!ok) {
+	if (!load_bias(pp->pid, f->path, start, pgoff, &bias)) {
 		pp->interp = add_interp(py, f->path, f->probe.version, NULL);
 		pp->open_errno = EFAULT;
 		return;
@@ -277,7 +275,7 @@ static void discover(struct sym_python *py, struct pyproc *pp)
 	}
 	/* this process only: its memory is not ours to read (ptrace rights), or it is going */
 	pp->interp = add_interp(py, f->path, f->probe.version, NULL);
-	pp->open_errno = readable(pp->pid, o.runtime);
+	pp->open_errno = unreadable_why(pp->pid, o.runtime);
 }
 
 /* The process entry for PID, looked at on first sight and after an exec or a new mapping. */
@@ -367,7 +365,7 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, void *buf, size_t
 	hdr.status = !pp->reader && pp->open_errno == EPERM ? PYX_NOT_PERMITTED :
 		     !pp->reader && pp->open_errno == EFAULT ? PY_STACK_UNREADABLE : st;
 	/* the perf backend reads a few ms late: the process may have ended meanwhile */
-	if (hdr.status == PY_STACK_UNREADABLE && !n && readable(pid, pp->eval_lo) == ESRCH)
+	if (hdr.status == PY_STACK_UNREADABLE && !n && unreadable_why(pid, pp->eval_lo) == ESRCH)
 		hdr.status = PYX_GONE;
 	hdr.nr = (uint32_t)n;
 	hdr.eval_lo = pp->eval_lo;
