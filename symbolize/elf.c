@@ -29,9 +29,25 @@ struct sym_elf {
 /* NULL: the default search path, next to the file, its .debug directory, /usr/lib/debug */
 static char *debuginfo_path;
 
+/*
+ * elfutils' search, less one case: a .gnu_debuglink that names no file
+ * (an empty name) makes elfutils 0.188 open the directory it looks in,
+ * take it for the debug file when there is no CRC or build-id to check,
+ * and lose the name it built for it. Such a link is a link to nothing.
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			  char **debuginfo_file_name)
+{
+	if (debuglink_file && !*debuglink_file)
+		debuglink_file = NULL;
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					    debuglink_crc, debuginfo_file_name);
+}
+
 const Dwfl_Callbacks sym_dwfl_callbacks = {
 	.find_elf = dwfl_build_id_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
+	.find_debuginfo = find_debuginfo,
 	.section_address = dwfl_offline_section_address,
 	.debuginfo_path = &debuginfo_path,
 };

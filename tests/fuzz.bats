@@ -255,7 +255,14 @@ EOF
 		done
 		n=$((n + 1))
 	done
-	run timeout 300 "$TOOLS/fuzz-elf" cut-* phoff-* shoff-* counts-* zero.* ones.* mid.*
+	# stripped, no build-id, a .gnu_debuglink naming nothing and no CRC: elfutils 0.188 took
+	# the directory it searched for the debug file and lost the name (make asan's leak check)
+	: >empty
+	objcopy --strip-all --remove-section .note.gnu.build-id --add-gnu-debuglink=empty \
+		"$WORKLOADS/inlined" nolink
+	read -r off len < <(section_of nolink .gnu_debuglink)
+	patch_elf nolink link.empty "$off" '\0' "$len"
+	run timeout 300 "$TOOLS/fuzz-elf" cut-* phoff-* shoff-* counts-* zero.* ones.* mid.* link.empty
 	[ "$status" -eq 0 ] || { echo "status $status: $output" >&2; return 1; }
 	# and every file that was a fuzzer's finding
 	shopt -s nullglob
