@@ -60,7 +60,7 @@ struct task {
 	uint64_t comm_checked_ns;
 	uint64_t born_ns;       /* when the tracer first saw it */
 	uint64_t cpu_ns;        /* on-CPU time at the last tick (schedstat) */
-	uint64_t credit_ns;     /* on-CPU time not yet covered by a sample */
+	int64_t credit_ns;      /* on-CPU time not yet covered by a sample, less samples ahead of it */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, opened at the first tick; -1 */
 	/*
 	 * Interrupted, but not stopped within WAIT_LIMIT_NS: a runnable thread
@@ -628,6 +628,39 @@ static uint64_t read_stack(pid_t pid, uint64_t sp, uint8_t *buf, uint64_t size)
 	return got > 0 ? (uint64_t)got : 0;
 }
 
+/* System calls whose only work is to wait, on x86-64. */
+static bool waiting_syscall(long long nr)
+{
+	switch (nr) {
+	case SYS_nanosleep: case SYS_clock_nanosleep: case SYS_futex: case SYS_poll:
+	case SYS_ppoll: case SYS_select: case SYS_pselect6: case SYS_epoll_wait:
+	case SYS_epoll_pwait: case SYS_wait4: case SYS_waitid: case SYS_pause:
+	case SYS_rt_sigsuspend: case SYS_rt_sigtimedwait: case SYS_semtimedop:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
+ * Whether a thread stopped with REGS was waiting rather than running: its
+ * stop cut a system call short (a sleep, a poll, a futex, a read of a pipe),
+ * which will be restarted or fail with EINTR, or came as a system call whose
+ * only work is to wait returns, the thread just woken and not yet back in
+ * its own code (the tracer's tick and the thread's timer often expire
+ * together). A system call at work in the kernel finishes before the stop
+ * is taken, with its own result, and counts as running.
+ */
+static bool stopped_waiting(const struct user_regs_struct *regs)
+{
+	long long nr = (long long)regs->orig_rax, ret = (long long)regs->rax;
+
+	if (nr < 0)
+		return false;
+	/* ERESTARTSYS 512, ERESTARTNOINTR 513, ERESTARTNOHAND 514, ERESTART_RESTARTBLOCK 516 */
+	return ret == -EINTR || (ret <= -512 && ret >= -516) || waiting_syscall(nr);
+}
+
 /*
  * Reads the sample of TID, which is in its interrupt stop, and lets it go.
  * STATE is what the thread was doing just before it was interrupted.
@@ -642,6 +675,12 @@ static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state 
 	struct task *t = find_task(s, tid);
 
 	if (!t || ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov) < 0) {
+		ptrace(PTRACE_CONT, tid, 0, 0);
+		return;
+	}
+	if (!s->opts.wall && stopped_waiting(&regs)) {
+		/* on-CPU mode: it was waiting, not running; its time is sampled when it runs */
+		t->credit_ns += (int64_t)(s->period_ns * repeat);
 		ptrace(PTRACE_CONT, tid, 0, 0);
 		return;
 	}
@@ -780,26 +819,34 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 	free(states);
 }
 
+/* A pseudo-random number in (0, 1). */
+static double next_unit(struct ptrace_sampler *s)
+{
+	s->rng = s->rng * 1664525u + 1013904223u;
+	return ((s->rng >> 8) + 0.5) / 16777216.0;
+}
+
 /*
  * Exponential intervals, so that periodic work cannot alias with the
  * samples. Wall mode samples every thread on every tick: the intervals
  * average one period. On-CPU mode ticks twice as often and samples a
- * thread only once it has run a period (see tick()): with ticks as
- * frequent as the CPU time they pay out, a thread's unpaid time would
- * pile up past the cap after every long gap and the rate would fall
- * short (93 Hz of 99 measured).
+ * running thread on half of them (see tick()), which leaves room to catch
+ * up: with ticks as frequent as the samples they must give, a thread's
+ * unsampled time would pile up past the cap after every long gap and the
+ * rate would fall short (93 Hz of 99 measured).
  */
 static uint64_t next_interval(struct ptrace_sampler *s)
 {
-	double u, x;
+	double u = next_unit(s), x;
 
-	s->rng = s->rng * 1664525u + 1013904223u;
-	u = ((s->rng >> 8) + 0.5) / 16777216.0;
 	/* -ln(u) has mean 1; the tail is clamped at 4 so one gap never swallows many periods */
 	x = -__builtin_log(u);
 	x = (x < 4 ? x : 4) / (1 - __builtin_exp(-4.0));
 	return (uint64_t)(s->period_ns * x / (s->opts.wall ? 1 : 2));
 }
+
+/* On-CPU mode: periods of running time a thread may be ahead of its samples. */
+#define CARRY_MAX 8
 
 static void tick(struct ptrace_sampler *s)
 {
@@ -858,29 +905,36 @@ static void tick(struct ptrace_sampler *s)
 		if (now - pm->read_ns > MAPS_REFRESH_NS || now - pm->exec_ns < STARTUP_NS)
 			refresh_maps(s, t->pid, false);
 		/*
-		 * On-CPU mode: a thread earns one sample per period it actually ran
-		 * (schedstat), so waiting to be scheduled is not counted as CPU.
-		 * What it ran past a sample carries over: ticks come a little more
-		 * often than once a period on average, so the samples keep up with
-		 * the CPU time exactly, like perf's cpu-clock. The carry is capped,
-		 * so that a thread we could not sample for a while (the tracer
-		 * short of CPU) does not get a burst of samples of one stack
-		 * afterwards: what goes over the cap is counted lost.
+		 * On-CPU mode: each tick that finds a thread running samples it
+		 * with a probability of one half (ticks come twice a period on
+		 * average), so a thread gets a sample per period it runs, taken at
+		 * moments that do not depend on what it did before: a loop of
+		 * short bursts and naps gets its bursts' split. A thread that
+		 * sleeps is not stopped: it would be sampled where it sleeps. What
+		 * it ran (schedstat) less what it was sampled for steers the odds,
+		 * so the samples keep up with its CPU time exactly, like perf's
+		 * cpu-clock, and a runnable thread waiting for a CPU is not counted
+		 * as running. Running time no tick could sample (a tracer short of
+		 * CPU, bursts too short to be seen) goes over the cap and is
+		 * counted lost rather than paid later with one stack.
 		 */
 		if (!s->opts.wall) {
 			uint64_t cpu = task_cpu_ns(s, t);
+			int64_t period = (int64_t)s->period_ns;
+			double odds;
 
-			t->credit_ns += cpu > t->cpu_ns && t->cpu_ns ? cpu - t->cpu_ns : 0;
+			t->credit_ns += cpu > t->cpu_ns && t->cpu_ns ? (int64_t)(cpu - t->cpu_ns) : 0;
 			t->cpu_ns = cpu;
-			if (t->credit_ns < s->period_ns)
-				continue;
-			t->credit_ns -= s->period_ns;
-			if (t->credit_ns >= 4 * s->period_ns) {
-				uint64_t over = t->credit_ns / s->period_ns - 3;
+			if (t->credit_ns >= CARRY_MAX * period) {
+				uint64_t over = (uint64_t)(t->credit_ns / period - (CARRY_MAX - 1));
 
 				missed += over;
-				t->credit_ns -= over * s->period_ns;
+				t->credit_ns -= (int64_t)over * period;
 			}
+			odds = 0.5 + (double)t->credit_ns / ((double)period * CARRY_MAX);
+			if (next_unit(s) >= odds || proc_task_state(t->pid, t->tid, NULL) != 'R')
+				continue;
+			t->credit_ns -= period;
 		}
 		due[nr_due++] = tids[i];
 	}

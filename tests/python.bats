@@ -226,6 +226,27 @@ check_split() {
 	at_least "$cov" 99
 }
 
+# Short bursts between naps (naps.py): an on-CPU profile shows the bursts at their
+# 60/40 split, not the sleeps, though the process sleeps most of the time; with
+# the perf backend the Python stack is read after the sample is taken, with the
+# ptrace backend a thread is stopped only while it runs.
+check_naps() {
+	local backend=$1 a b nap ab split
+
+	record_py n.data --backend "$backend" -- naps.py 250
+	folded n.data
+	a=$(share burst_a)
+	b=$(share burst_b)
+	nap=$(share nap)
+	ab=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a + b }')
+	split=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a + b ? 100 * a / (a + b) : 0 }')
+	echo "$PY, $backend: burst_a $a%, burst_b $b% (burst_a $split% of the two), nap $nap%" >&3
+	at_least "$ab" 85
+	near "$split" 60 8
+	awk -v n="$nap" 'BEGIN { exit !(n <= 5) }' ||
+		{ echo "nap, which sleeps, has $nap% of the on-CPU samples" >&2; return 1; }
+}
+
 # Python -> C -> Python: sorted(..., key=sort_key) in outer
 check_callback() {
 	local via in_outer s
@@ -465,6 +486,36 @@ check_python_off() {
 @test "python: --backend ptrace: the 50/30/20 split within 5 points (pyenv 3.13)" {
 	use_python 3.13
 	check_split ptrace
+}
+
+@test "python: short bursts between sleeps, --backend perf: the bursts' split, not the sleeps (Debian's python3)" {
+	use_python debian
+	check_naps perf
+}
+
+@test "python: short bursts between sleeps, --backend ptrace: the bursts' split, not the sleeps (Debian's python3)" {
+	use_python debian
+	check_naps ptrace
+}
+
+@test "python: short bursts between sleeps, --backend perf: the bursts' split, not the sleeps (pyenv 3.12)" {
+	use_python 3.12
+	check_naps perf
+}
+
+@test "python: short bursts between sleeps, --backend ptrace: the bursts' split, not the sleeps (pyenv 3.12)" {
+	use_python 3.12
+	check_naps ptrace
+}
+
+@test "python: short bursts between sleeps, --backend perf: the bursts' split, not the sleeps (pyenv 3.13)" {
+	use_python 3.13
+	check_naps perf
+}
+
+@test "python: short bursts between sleeps, --backend ptrace: the bursts' split, not the sleeps (pyenv 3.13)" {
+	use_python 3.13
+	check_naps ptrace
 }
 
 @test "python: Python -> C -> Python: sorted(key=) stacks read outer ... native ... key (Debian's python3)" {
