@@ -11,7 +11,8 @@ CPPFLAGS  += -D_GNU_SOURCE -DPROFTOOL_VERSION='"$(VERSION)"' -I. -MMD -MP
 LDLIBS    := -ldw -lelf -ljansson -lz -liberty -lstdc++ -lm -pthread
 SANITIZE  :=
 
-LIB_SRCS  := $(wildcard base/*.c profile/*.c sampler/*.c symbolize/*.c report/*.c)
+LIB_SRCS  := $(wildcard base/*.c profile/*.c sampler/*.c symbolize/*.c report/*.c) \
+             $(filter-out regions/rt.c,$(wildcard regions/*.c))
 CMD_SRCS  := $(wildcard cmd/*.c)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/%.o)
 CMD_OBJS  := $(CMD_SRCS:%.c=$(O)/%.o)
@@ -43,10 +44,17 @@ export LC_ALL := C
 	install uninstall
 .DELETE_ON_ERROR:
 
-all: $(O)/proftool
+all: $(O)/proftool $(O)/libproftool-rt.so
 
 $(O)/proftool: $(CMD_OBJS) $(O)/libproftool.a
 	$(CC) $(CFLAGS) $(SANITIZE) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# The regions runtime, loaded into recorded programs by <proftool.h>: libc only,
+# never a sanitizer (it runs in programs built without one).
+$(O)/libproftool-rt.so: regions/rt.c regions/format.h include/proftool.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARNINGS) -O2 -g -fPIC -shared -fvisibility=hidden -pthread \
+		-Wl,-z,defs -Wl,-soname,libproftool-rt.so -o $@ $<
 
 $(O)/libproftool.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
@@ -99,7 +107,7 @@ CONSUMERS := $(CURDIR)/build/consumers
 consumers:
 	@scripts/consumers.sh $(CONSUMERS)
 
-unit: $(UNIT_BINS)
+unit: $(UNIT_BINS) $(O)/libproftool-rt.so
 	@for t in $(UNIT_BINS); do $$t || exit 1; done
 
 TOOLS     := $(patsubst tests/tools/%.c,$(O)/tests/tools/%,$(wildcard tests/tools/*.c))
@@ -162,6 +170,8 @@ BINDIR      ?= $(PREFIX)/bin
 MANDIR      ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 INCLUDEDIR  ?= $(PREFIX)/include
+# the regions runtime, where proftool looks for it: BINDIR/../lib/proftool
+RTDIR       ?= $(PREFIX)/lib/proftool
 PYTHON      ?= python3
 PY_SITE     := import sys; p = sys.argv[1].rstrip("/") + "/lib/"; \
                print(next((d for d in sys.path if d.startswith(p) and d.endswith("-packages")), \
@@ -178,6 +188,8 @@ install: all
 	$(INSTALL) -m 0755 $(O)/proftool '$(DESTDIR)$(BINDIR)/proftool'
 	$(INSTALL) -m 0644 man/proftool.1 '$(DESTDIR)$(MANDIR)/man1/proftool.1'
 	$(INSTALL) -m 0644 completion/proftool.bash '$(DESTDIR)$(BASHCOMPDIR)/proftool'
+	$(INSTALL) -d '$(DESTDIR)$(RTDIR)'
+	$(INSTALL) -m 0644 $(O)/libproftool-rt.so '$(DESTDIR)$(RTDIR)/libproftool-rt.so'
 ifneq ($(HEADERS),)
 	$(INSTALL) -d '$(DESTDIR)$(INCLUDEDIR)'
 	$(INSTALL) -m 0644 $(HEADERS) '$(DESTDIR)$(INCLUDEDIR)'
@@ -194,7 +206,8 @@ endif
 # directories stay, but for the Python package's own when it is left empty.
 uninstall:
 	rm -f '$(DESTDIR)$(BINDIR)/proftool' '$(DESTDIR)$(MANDIR)/man1/proftool.1' \
-		'$(DESTDIR)$(BASHCOMPDIR)/proftool'
+		'$(DESTDIR)$(BASHCOMPDIR)/proftool' '$(DESTDIR)$(RTDIR)/libproftool-rt.so'
+	rmdir '$(DESTDIR)$(RTDIR)' 2>/dev/null || true
 ifneq ($(HEADERS),)
 	rm -f $(HEADERS:include/%='$(DESTDIR)$(INCLUDEDIR)/%')
 endif

@@ -115,7 +115,7 @@ struct rgn_record {
 	uint16_t flags;                 /* 0 */
 };
 
-_Static_assert(sizeof(struct rgn_header) == 72, "rgn_header layout");
+_Static_assert(sizeof(struct rgn_header) == 80, "rgn_header layout");
 _Static_assert(sizeof(struct rgn_name) == 8, "rgn_name layout");
 _Static_assert(sizeof(struct rgn_segment) == 64, "rgn_segment layout");
 _Static_assert(sizeof(struct rgn_record) == 16, "rgn_record layout");

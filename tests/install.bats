@@ -21,7 +21,7 @@ teardown() {
 # from the environment.
 repo_make() {
 	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u PREFIX -u DESTDIR -u BINDIR -u MANDIR \
-		-u BASHCOMPDIR -u INCLUDEDIR -u PYTHONDIR \
+		-u BASHCOMPDIR -u INCLUDEDIR -u PYTHONDIR -u RTDIR \
 		make --no-print-directory -C "$REPO" O="$(dirname "$PROFTOOL")" "$@" 3>&-
 }
 
@@ -42,10 +42,12 @@ need_bash_completion() {
 	cmp "$PROFTOOL" "$dest/usr/bin/proftool"
 	cmp "$REPO/man/proftool.1" "$dest/usr/share/man/man1/proftool.1"
 	cmp "$COMPLETION" "$dest/usr/share/bash-completion/completions/proftool"
+	cmp "$(dirname "$PROFTOOL")/libproftool-rt.so" "$dest/usr/lib/proftool/libproftool-rt.so"
 	{
 		echo "755 usr/bin/proftool"
 		echo "644 usr/share/man/man1/proftool.1"
 		echo "644 usr/share/bash-completion/completions/proftool"
+		echo "644 usr/lib/proftool/libproftool-rt.so"
 		# what later versions of the tree bring: headers and a Python package
 		for f in "$REPO"/include/*.h; do
 			[ ! -f "$f" ] || echo "644 usr/include/${f##*/}"

@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The regions runtime: the code <proftool.h> loads into a recorded program
+ * (libproftool-rt.so, found through PROFTOOL_RT). It writes the program's
+ * region events into a file of the directory PROFTOOL_REGIONS names, in the
+ * format of regions/format.h, and depends on nothing but libc: it runs
+ * inside somebody else's process.
+ *
+ * The hot path (one event) is a clock read, a name lookup that is a
+ * pointer compare and a strcmp once the name was seen, and a 16-byte store
+ * into the thread's own segment: no lock, no system call. A fork resets it,
+ * so the child writes a file of its own; an exec starts it afresh.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "include/proftool.h"
+#include "regions/format.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* ---- the process's file ---- */
+
+enum { RT_UNKNOWN, RT_ON, RT_OFF };
+
+static struct {
+	int state;                      /* enum above; read without the lock */
+	uint64_t gen;                   /* bumped by a fork: per-thread state older than it is stale */
+	struct rgn_header *h;
+	uint8_t *base;
+	uint64_t size;
+} rt = { .gen = 1 };             /* a thread's gen starts at 0: stale */
+
+static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A thread's segment, valid while gen matches rt.gen. */
+struct rt_thread {
+	uint64_t gen;
+	struct rgn_segment *seg;        /* NULL: none could be had */
+	uint32_t seq;
+	uint32_t tid;
+};
+
+static __thread struct rt_thread rt_self __attribute__((tls_model("initial-exec")));
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t file_bytes(void)
+{
+	const char *mb = getenv("PROFTOOL_REGIONS_MB");
+	char *end;
+	unsigned long v = mb && *mb ? strtoul(mb, &end, 10) : 0;
+
+	if (!v || *end || v > (1ul << 20))
+		v = RGN_FILE_MB;
+	/* room for the header, the names and one segment at the least */
+	if (v < 3)
+		v = 3;
+	return (uint64_t)v << 20;
+}
+
+/* Makes this process's file; false when it cannot (the program then runs unrecorded). */
+static bool open_file(void)
+{
+	const char *dir = getenv("PROFTOOL_REGIONS");
+	char path[4096];
+	uint64_t size = file_bytes();
+	void *map;
+	int fd = -1;
+
+	if (!dir || !*dir)
+		return false;
+	for (int n = 0; n < 1000 && fd < 0; n++) {
+		if (snprintf(path, sizeof(path), "%s/%d-c-%d.rgn", dir, (int)getpid(), n) >= (int)sizeof(path))
+			return false;
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd < 0 && errno != EEXIST)
+			return false;
+	}
+	if (fd < 0)
+		return false;
+	if (ftruncate(fd, (off_t)size) < 0) {
+		close(fd);
+		unlink(path);
+		return false;
+	}
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED) {
+		unlink(path);
+		return false;
+	}
+	rt.h = map;
+	rt.base = map;
+	rt.size = size;
+	rt.h->version = RGN_VERSION;
+	rt.h->header_size = RGN_HEADER_SIZE;
+	rt.h->pid = (uint32_t)getpid();
+	rt.h->writer = RGN_WRITER_C;
+	rt.h->size = size;
+	rt.h->names_size = RGN_NAMES_SIZE;
+	rt.h->next = RGN_HEADER_SIZE + RGN_NAMES_SIZE;
+	rt.h->seg_size = RGN_SEG_SIZE;
+	rt.h->start_ns = now_ns();
+	/* the magic last: a reader takes a file with it as complete */
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	memcpy(rt.h->magic, RGN_MAGIC, 8);
+	return true;
+}
+
+static void after_fork_child(void);
+
+/* The process's state, set up at the first call. */
+static bool ready(void)
+{
+	int st = __atomic_load_n(&rt.state, __ATOMIC_ACQUIRE);
+
+	if (st != RT_UNKNOWN)
+		return st == RT_ON;
+	pthread_mutex_lock(&rt_lock);
+	if (rt.state == RT_UNKNOWN) {
+		static bool atfork;
+
+		if (!atfork && pthread_atfork(NULL, NULL, after_fork_child) == 0)
+			atfork = true;
+		__atomic_store_n(&rt.state, open_file() ? RT_ON : RT_OFF, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&rt_lock);
+	return rt.state == RT_ON;
+}
+
+/* ---- names ---- */
+
+/*
+ * Two tables, both only growing and both read without the lock: by the
+ * name's address (a call site's string, seen again), and by its text.
+ * An entry is made whole before its slot is published.
+ */
+struct name {
+	const char *dom_ptr, *name_ptr; /* the addresses it was asked by */
+	char *domain, *text;            /* own copies */
+	uint64_t hash;
+	uint32_t id;
+};
+
+#define NAME_SLOTS 8192                 /* per table; names past 3/4 of it are not cached */
+#define PROBES 16
+
+static struct name *by_ptr[NAME_SLOTS], *by_text[NAME_SLOTS];
+static unsigned nr_by_ptr, nr_by_text;
+
+static uint64_t hash_text(const char *d, const char *n)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *d; d++)
+		h = (h ^ (uint8_t)*d) * 1099511628211ull;
+	h = (h ^ 0xff) * 1099511628211ull;
+	for (; *n; n++)
+		h = (h ^ (uint8_t)*n) * 1099511628211ull;
+	return h;
+}
+
+static unsigned hash_ptrs(const char *d, const char *n)
+{
+	uint64_t h = ((uintptr_t)n * 0x9e3779b97f4a7c15ull) ^ (uintptr_t)d;
+
+	return (unsigned)(h >> 40) & (NAME_SLOTS - 1);
+}
+
+static bool same(const struct name *e, const char *d, const char *n)
+{
+	return strcmp(e->text, n) == 0 && strcmp(e->domain, d) == 0;
+}
+
+/* Writes a name into the file's names area; its id, or 0 when there is no room. */
+static uint32_t write_name(const char *d, const char *n)
+{
+	size_t dl = strlen(d), nl = strlen(n);
+	uint64_t need, off;
+	struct rgn_name *e;
+	uint32_t id;
+
+	if (dl > UINT16_MAX || nl > UINT16_MAX)
+		return 0;
+	need = RGN_NAME_SIZE(dl, nl);
+	off = __atomic_fetch_add(&rt.h->names_used, need, __ATOMIC_RELAXED);
+	if (off + need > rt.h->names_size)
+		return 0;
+	id = __atomic_add_fetch(&rt.h->next_id, 1, __ATOMIC_RELAXED);
+	e = (struct rgn_name *)(rt.base + RGN_HEADER_SIZE + off);
+	e->domain_len = (uint16_t)dl;
+	e->name_len = (uint16_t)nl;
+	memcpy((char *)(e + 1), d, dl);
+	memcpy((char *)(e + 1) + dl, n, nl);
+	__atomic_store_n(&e->id, id, __ATOMIC_RELEASE);
+	return id;
+}
+
+static void publish(struct name **table, unsigned *nr, unsigned slot, struct name *e)
+{
+	for (unsigned i = 0; i < PROBES && *nr < NAME_SLOTS / 4 * 3; i++) {
+		unsigned k = (slot + i) & (NAME_SLOTS - 1);
+
+		if (!table[k]) {
+			__atomic_store_n(&table[k], e, __ATOMIC_RELEASE);
+			(*nr)++;
+			return;
+		}
+	}
+}
+
+/* The slow way: by the text, under the lock; the name is added when new. */
+static uint32_t intern_slow(const char *d, const char *n)
+{
+	uint64_t h = hash_text(d, n);
+	unsigned slot = (unsigned)h & (NAME_SLOTS - 1);
+	struct name *e = NULL;
+	uint32_t id = 0;
+
+	pthread_mutex_lock(&rt_lock);
+	for (unsigned i = 0; i < PROBES; i++) {
+		struct name *x = by_text[(slot + i) & (NAME_SLOTS - 1)];
+
+		if (!x)
+			break;
+		if (x->hash == h && same(x, d, n)) {
+			e = x;
+			break;
+		}
+	}
+	if (!e) {
+		id = write_name(d, n);
+		e = id ? calloc(1, sizeof(*e)) : NULL;
+		if (e) {
+			e->domain = strdup(d);
+			e->text = strdup(n);
+			e->hash = h;
+			e->id = id;
+			if (!e->domain || !e->text) {
+				/* the name is in the file; it just cannot be cached */
+				free(e->domain);
+				free(e->text);
+				free(e);
+				pthread_mutex_unlock(&rt_lock);
+				return id;
+			}
+			e->dom_ptr = d;
+			e->name_ptr = n;
+			publish(by_text, &nr_by_text, slot, e);
+		}
+	}
+	if (e && (e->name_ptr != n || e->dom_ptr != d)) {
+		/* known by its text, asked for by another address: one more entry for that address */
+		struct name *alias = malloc(sizeof(*alias));
+
+		if (alias) {
+			*alias = *e;
+			alias->dom_ptr = d;
+			alias->name_ptr = n;
+			e = alias;
+		}
+	}
+	if (e)
+		publish(by_ptr, &nr_by_ptr, hash_ptrs(d, n), e);
+	id = e ? e->id : id;
+	pthread_mutex_unlock(&rt_lock);
+	return id;
+}
+
+static uint32_t intern(const char *d, const char *n)
+{
+	unsigned slot;
+
+	if (!n)
+		return 0;
+	if (!d)
+		d = "";
+	slot = hash_ptrs(d, n);
+	for (unsigned i = 0; i < PROBES; i++) {
+		struct name *e = __atomic_load_n(&by_ptr[(slot + i) & (NAME_SLOTS - 1)], __ATOMIC_ACQUIRE);
+
+		if (!e)
+			break;
+		/* the same address may hold another text by now (a reused buffer): compare */
+		if (e->name_ptr == n && e->dom_ptr == d && same(e, d, n))
+			return e->id;
+	}
+	return intern_slow(d, n);
+}
+
+/* ---- events ---- */
+
+/* The thread's segment with room for one more record, or NULL (then the event is counted dropped). */
+static struct rgn_segment *segment(void)
+{
+	struct rt_thread *t = &rt_self;
+	struct rgn_segment *s = t->gen == rt.gen ? t->seg : NULL;
+	uint64_t off;
+
+	if (s && s->used + sizeof(struct rgn_record) <= rt.h->seg_size - sizeof(*s))
+		return s;
+	if (t->gen != rt.gen) {
+		t->gen = rt.gen;
+		t->seg = s = NULL;
+		t->tid = (uint32_t)gettid();
+	}
+	off = __atomic_fetch_add(&rt.h->next, rt.h->seg_size, __ATOMIC_RELAXED);
+	if (off + rt.h->seg_size > rt.size) {
+		/* the file is full: the thread keeps its last segment, to count its drops in */
+		__atomic_fetch_add(s ? &s->dropped : &rt.h->dropped, 1, __ATOMIC_RELAXED);
+		return NULL;
+	}
+	t->seq = s ? t->seq + 1 : 0;
+	s = (struct rgn_segment *)(rt.base + off);
+	s->tid = t->tid;
+	s->seq = t->seq;
+	prctl(PR_GET_NAME, s->comm, 0, 0, 0);
+	__atomic_store_n(&s->magic, RGN_SEG_MAGIC, __ATOMIC_RELEASE);
+	t->seg = s;
+	return s;
+}
+
+static void put(uint32_t id, uint16_t kind)
+{
+	uint64_t t = now_ns();
+	struct rgn_segment *s = segment();
+	struct rgn_record *r;
+
+	if (!s)
+		return;
+	r = (struct rgn_record *)((uint8_t *)(s + 1) + s->used);
+	r->time_ns = t;
+	r->id = id;
+	r->kind = kind;
+	r->flags = 0;
+	__atomic_store_n(&s->used, s->used + sizeof(*r), __ATOMIC_RELEASE);
+}
+
+static void drop(void)
+{
+	__atomic_fetch_add(&rt.h->dropped, 1, __ATOMIC_RELAXED);
+}
+
+static void rt_event(const char *domain, const char *name, int kind)
+{
+	uint32_t id;
+
+	if (!ready())
+		return;
+	if (kind == RGN_PAUSE || kind == RGN_RESUME) {
+		put(0, (uint16_t)kind);
+		return;
+	}
+	id = intern(domain, name);
+	if (id)
+		put(id, (uint16_t)kind);
+	else
+		drop();
+}
+
+static uint32_t rt_id(const char *domain, const char *name)
+{
+	return ready() ? intern(domain, name) : 0;
+}
+
+static void rt_event_id(uint32_t id, int kind)
+{
+	if (!ready())
+		return;
+	if (id || kind == RGN_PAUSE || kind == RGN_RESUME)
+		put(id, (uint16_t)kind);
+	else
+		drop();
+}
+
+/* In the child of a fork: the parent's file is the parent's; the child makes its own when it writes. */
+static void after_fork_child(void)
+{
+	if (rt.h)
+		munmap(rt.base, rt.size);
+	rt.h = NULL;
+	rt.base = NULL;
+	rt.size = 0;
+	rt.gen++;
+	pthread_mutex_init(&rt_lock, NULL);
+	/* the name caches stay: their ids are the parent file's, so they are emptied */
+	memset(by_ptr, 0, sizeof(by_ptr));
+	memset(by_text, 0, sizeof(by_text));
+	nr_by_ptr = nr_by_text = 0;
+	rt.state = RT_UNKNOWN;
+}
+
+static const struct proftool_rt_v1 api = {
+	.size = sizeof(struct proftool_rt_v1),
+	.event = rt_event,
+	.id = rt_id,
+	.event_id = rt_event_id,
+};
+
+EXPORT const struct proftool_rt_v1 *proftool_rt_v1(void);
+
+const struct proftool_rt_v1 *proftool_rt_v1(void)
+{
+	return &api;
+}

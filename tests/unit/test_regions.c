@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Named regions end to end below the command line: a program calls the
+ * <proftool.h> API, which loads the runtime (build/libproftool-rt.so) and
+ * writes event files; regions/read.c reads them back. Threads, a forked
+ * child, names built in a reused buffer, thousands of events over several
+ * segments, a file that fills up, and files cut short or scrambled.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "include/proftool.h"
+#include "regions/format.h"
+#include "regions/regions.h"
+#include "unit.h"
+
+static char dir[PATH_MAX];
+
+/* Begins and ends of NAME (in DOMAIN) over every thread of S; *PID_OUT: a pid that has them. */
+static size_t count(const struct rgn_set *s, const char *domain, const char *name, int kind,
+		    int32_t *pid_out)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < s->nr_threads; i++) {
+		const struct rgn_thread *t = &s->threads[i];
+
+		for (size_t j = 0; j < t->nr; j++) {
+			const struct rgn_event *e = &t->ev[j];
+
+			if (e->kind != kind || e->name == RGN_NO_NAME)
+				continue;
+			if (strcmp(s->names[e->name].name, name) || strcmp(s->names[e->name].domain, domain))
+				continue;
+			n++;
+			if (pid_out)
+				*pid_out = t->pid;
+		}
+	}
+	return n;
+}
+
+static void *thread_main(void *arg)
+{
+	char name[16];
+
+	snprintf(name, sizeof(name), "t%d", (int)(intptr_t)arg);
+	for (int i = 0; i < 1000; i++) {
+		proftool_region_begin(name);
+		proftool_region_end(name);
+	}
+	return NULL;
+}
+
+static int scoped_then_break(void)
+{
+	int n = 0;
+
+	for (int i = 0; i < 3; i++) {
+		PROFTOOL_REGION("scoped") {
+			n++;
+			if (i == 1)
+				break;  /* leaves the macro's own loop (the region ends), not this one */
+		}
+	}
+	return n;
+}
+
+static void test_api_and_reader(void)
+{
+	struct rgn_set s;
+	pthread_t th[4];
+	char buf[32];
+	int32_t pid = 0;
+	pid_t child;
+	int status;
+
+	for (int i = 0; i < 10; i++) {
+		proftool_region_begin("outer");
+		for (int j = 0; j < 5; j++) {
+			proftool_region_begin("inner");
+			proftool_region_end("inner");
+		}
+		proftool_region_end("outer");
+	}
+	proftool_mark("epoch");
+	proftool_region_begin_in("io", "read");
+	proftool_region_end_in("io", "read");
+	proftool_pause();
+	proftool_resume();
+	CHECK_EQ_U(scoped_then_break(), 3);
+	/* one buffer, ten names */
+	for (int i = 0; i < 10; i++) {
+		snprintf(buf, sizeof(buf), "dyn%d", i);
+		proftool_region_begin(buf);
+		proftool_region_end(buf);
+	}
+	/* 400000 events: several segments */
+	for (int i = 0; i < 200000; i++) {
+		proftool_region_begin("tiny");
+		proftool_region_end("tiny");
+	}
+	for (intptr_t i = 0; i < 4; i++)
+		pthread_create(&th[i], NULL, thread_main, (void *)i);
+	for (int i = 0; i < 4; i++)
+		pthread_join(th[i], NULL);
+	child = fork();
+	if (child == 0) {
+		for (int i = 0; i < 3; i++) {
+			proftool_region_begin("child");
+			proftool_region_end("child");
+		}
+		_exit(0);
+	}
+	waitpid(child, &status, 0);
+
+	rgn_set_init(&s);
+	CHECK_EQ_U(rgn_read_dir(&s, dir), 0);
+	CHECK_EQ_U(s.files, 2);
+	CHECK_EQ_U(s.bad_files, 0);
+	CHECK_EQ_U(s.torn, 0);
+	CHECK_EQ_U(s.dropped, 0);
+	CHECK_EQ_U(count(&s, "", "outer", RGN_BEGIN, NULL), 10);
+	CHECK_EQ_U(count(&s, "", "outer", RGN_END, NULL), 10);
+	CHECK_EQ_U(count(&s, "", "inner", RGN_BEGIN, NULL), 50);
+	CHECK_EQ_U(count(&s, "", "epoch", RGN_MARK, NULL), 1);
+	CHECK_EQ_U(count(&s, "io", "read", RGN_BEGIN, NULL), 1);
+	CHECK_EQ_U(count(&s, "", "read", RGN_BEGIN, NULL), 0);
+	CHECK_EQ_U(count(&s, "", "scoped", RGN_BEGIN, NULL), 3);
+	CHECK_EQ_U(count(&s, "", "scoped", RGN_END, NULL), 3);
+	CHECK_EQ_U(count(&s, "", "dyn7", RGN_END, NULL), 1);
+	CHECK_EQ_U(count(&s, "", "tiny", RGN_BEGIN, NULL), 200000);
+	CHECK_EQ_U(count(&s, "", "tiny", RGN_END, NULL), 200000);
+	for (int i = 0; i < 4; i++) {
+		snprintf(buf, sizeof(buf), "t%d", i);
+		CHECK_EQ_U(count(&s, "", buf, RGN_BEGIN, NULL), 1000);
+	}
+	CHECK_EQ_U(count(&s, "", "child", RGN_BEGIN, &pid), 3);
+	CHECK_EQ_U(pid, child);
+	/* the main thread's events, over its segments in order, never go back in time */
+	for (size_t i = 0; i < s.nr_threads; i++) {
+		const struct rgn_thread *t = &s.threads[i];
+
+		CHECK_EQ_U(t->dropped, 0);
+		if (t->tid == getpid()) {
+			CHECK(t->nr > 400000);
+			for (size_t j = 1; j < t->nr; j++)
+				if (t->ev[j].time_ns < t->ev[j - 1].time_ns) {
+					CHECK(!"time went back");
+					break;
+				}
+		}
+	}
+	rgn_set_release(&s);
+}
+
+/* A file too small for more than one segment: what does not fit is counted dropped. */
+static void test_full_file(void)
+{
+	char sub[PATH_MAX + 8];
+	struct rgn_set s;
+	pid_t child;
+	int status;
+
+	snprintf(sub, sizeof(sub), "%s/full", dir);
+	CHECK(mkdir(sub, 0700) == 0);
+	child = fork();
+	if (child == 0) {
+		/* a fork's child makes its file afresh, from the environment as it is then */
+		setenv("PROFTOOL_REGIONS", sub, 1);
+		setenv("PROFTOOL_REGIONS_MB", "3", 1);
+		for (int i = 0; i < 50000; i++) {
+			proftool_region_begin("x");
+			proftool_region_end("x");
+		}
+		_exit(0);
+	}
+	waitpid(child, &status, 0);
+	rgn_set_init(&s);
+	CHECK_EQ_U(rgn_read_dir(&s, sub), 0);
+	CHECK_EQ_U(s.nr_threads, 1);
+	if (s.nr_threads == 1) {
+		/* one segment of 1 MiB fits beside the header and the names: 65532 events */
+		CHECK_EQ_U(s.threads[0].nr, (RGN_SEG_SIZE - sizeof(struct rgn_segment)) / sizeof(struct rgn_record));
+		CHECK_EQ_U(s.threads[0].nr + s.threads[0].dropped, 100000);
+	}
+	rgn_set_release(&s);
+}
+
+/* Cut and scrambled copies of a real file: read without a crash, never more events than it has. */
+static void test_hostile(void)
+{
+	char path[PATH_MAX + 32];
+	FILE *f;
+	uint8_t *buf, *copy;
+	long len;
+	struct rgn_set whole;
+
+	snprintf(path, sizeof(path), "%s/%d-c-0.rgn", dir, (int)getpid());
+	f = fopen(path, "rb");
+	CHECK(f != NULL);
+	if (!f)
+		return;
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	/* the part that holds something: header, names and the first segments */
+	if (len > 8 << 20)
+		len = 8 << 20;
+	buf = malloc((size_t)len);
+	copy = malloc((size_t)len);
+	CHECK(fread(buf, 1, (size_t)len, f) == (size_t)len);
+	fclose(f);
+	rgn_set_init(&whole);
+	rgn_parse(&whole, buf, (size_t)len);
+	for (long cut = 0; cut < len; cut += cut < 8192 ? 61 : 65521) {
+		struct rgn_set s;
+
+		rgn_set_init(&s);
+		rgn_parse(&s, buf, (size_t)cut);
+		CHECK(s.events <= whole.events);
+		rgn_set_release(&s);
+	}
+	srand(7);
+	for (int round = 0; round < 200; round++) {
+		struct rgn_set s;
+
+		memcpy(copy, buf, (size_t)len);
+		for (int k = 0; k < 16; k++) {
+			/* mostly in the header, the names and the first segment headers */
+			long at = rand() % (round % 2 ? len : (RGN_HEADER_SIZE + RGN_NAMES_SIZE + 4096));
+
+			copy[at] = (uint8_t)rand();
+		}
+		rgn_set_init(&s);
+		rgn_parse(&s, copy, (size_t)len);
+		rgn_set_release(&s);
+	}
+	rgn_set_release(&whole);
+	free(buf);
+	free(copy);
+}
+
+int main(int argc, char **argv)
+{
+	char rt[PATH_MAX], self[PATH_MAX];
+
+	(void)argc;
+	/* build/tests/unit/test_regions -> build/libproftool-rt.so */
+	snprintf(self, sizeof(self), "%s", argv[0]);
+	snprintf(rt, sizeof(rt), "%s/../../libproftool-rt.so", dirname(self));
+	if (access(rt, R_OK)) {
+		fprintf(stderr, "# no runtime at %s (make builds it)\n", rt);
+		return 1;
+	}
+	snprintf(dir, sizeof(dir), "%s/proftool-regions-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+	if (!mkdtemp(dir))
+		return 1;
+	setenv("PROFTOOL_REGIONS", dir, 1);
+	setenv("PROFTOOL_RT", rt, 1);
+	RUN(test_api_and_reader);
+	RUN(test_full_file);
+	RUN(test_hostile);
+	{
+		char cmd[PATH_MAX + 16];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+		if (!getenv("KEEP") && system(cmd) != 0)
+			fprintf(stderr, "# could not remove %s\n", dir);
+	}
+	UNIT_DONE();
+}
