@@ -645,11 +645,11 @@ static bool waiting_syscall(long long nr)
 /*
  * Whether a thread stopped with REGS was waiting rather than running: its
  * stop cut a system call short (a sleep, a poll, a futex, a read of a pipe),
- * which will be restarted or fail with EINTR, or came as a system call whose
- * only work is to wait returns, the thread just woken and not yet back in
- * its own code (the tracer's tick and the thread's timer often expire
- * together). A system call at work in the kernel finishes before the stop
- * is taken, with its own result, and counts as running.
+ * which will be restarted or fail with EINTR; or it came as a wait-only
+ * system call returned, the thread woken but not yet back in its own code
+ * (the tracer's tick and the thread's timer often expire together). A
+ * system call at work in the kernel finishes before the stop is taken,
+ * with its own result, and counts as running.
  */
 static bool stopped_waiting(const struct user_regs_struct *regs)
 {
