@@ -231,7 +231,7 @@ check_split() {
 # the perf backend the Python stack is read after the sample is taken, with the
 # ptrace backend a thread is stopped only while it runs.
 check_naps() {
-	local backend=$1 a b nap ab split
+	local backend=$1 a b nap ab split max_nap
 
 	record_py n.data --backend "$backend" -- naps.py 250
 	folded n.data
@@ -241,16 +241,21 @@ check_naps() {
 	ab=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a + b }')
 	split=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.1f", a + b ? 100 * a / (a + b) : 0 }')
 	echo "$PY, $backend: burst_a $a%, burst_b $b% (burst_a $split% of the two), nap $nap%" >&3
-	at_least "$ab" 85
 	# the ptrace backend's ticks come late when its tracer waits for a CPU, and late more
-	# often in the longer burst: on a loaded 2-CPU machine its split drifts to 70/30,
-	# so there it is only held to the order of the two
+	# often in the longer burst: on a loaded 2-CPU machine its split drifts to 70/30, so
+	# there it is only held to the order of the two. The perf backend reads the Python
+	# stack after the sample, late by more on a loaded machine (6-8 % of the samples
+	# under ASan): a burst's last samples may name nap
 	if [ "$backend" = perf ]; then
+		max_nap=15
+		at_least "$ab" 80
 		near "$split" 60 8
 	else
+		max_nap=5
+		at_least "$ab" 85
 		at_least "$split" 50
 	fi
-	awk -v n="$nap" 'BEGIN { exit !(n <= 5) }' ||
+	awk -v n="$nap" -v m="$max_nap" 'BEGIN { exit !(n <= m) }' ||
 		{ echo "nap, which sleeps, has $nap% of the on-CPU samples" >&2; return 1; }
 }
 
