@@ -36,8 +36,6 @@ extern "C" {
 struct proftool_rt_v1 {
 	uint32_t size;  /* of this struct: fields are only ever added */
 	void (*event)(const char *domain, const char *name, int kind);
-	uint32_t (*id)(const char *domain, const char *name);
-	void (*event_id)(uint32_t id, int kind);
 };
 
 enum { PROFTOOL__BEGIN = 1, PROFTOOL__END = 2, PROFTOOL__MARK = 3, PROFTOOL__PAUSE = 4,

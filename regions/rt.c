@@ -353,11 +353,6 @@ static void put(uint32_t id, uint16_t kind)
 	__atomic_store_n(&s->used, s->used + sizeof(*r), __ATOMIC_RELEASE);
 }
 
-static void drop(void)
-{
-	__atomic_fetch_add(&rt.h->dropped, 1, __ATOMIC_RELAXED);
-}
-
 static void rt_event(const char *domain, const char *name, int kind)
 {
 	uint32_t id;
@@ -372,22 +367,7 @@ static void rt_event(const char *domain, const char *name, int kind)
 	if (id)
 		put(id, (uint16_t)kind);
 	else
-		drop();
-}
-
-static uint32_t rt_id(const char *domain, const char *name)
-{
-	return ready() ? intern(domain, name) : 0;
-}
-
-static void rt_event_id(uint32_t id, int kind)
-{
-	if (!ready())
-		return;
-	if (id || kind == RGN_PAUSE || kind == RGN_RESUME)
-		put(id, (uint16_t)kind);
-	else
-		drop();
+		__atomic_fetch_add(&rt.h->dropped, 1, __ATOMIC_RELAXED);
 }
 
 /* In the child of a fork: the parent's file is the parent's; the child makes its own when it writes. */
@@ -410,8 +390,6 @@ static void after_fork_child(void)
 static const struct proftool_rt_v1 api = {
 	.size = sizeof(struct proftool_rt_v1),
 	.event = rt_event,
-	.id = rt_id,
-	.event_id = rt_event_id,
 };
 
 EXPORT const struct proftool_rt_v1 *proftool_rt_v1(void);
