@@ -103,7 +103,7 @@ _off = False               # the file could not be made: record nothing
 # ---- the name table (kept by a forked child) ----
 _names = []         # _Name entries, in id order (id = index + 1)
 _names_used = 0     # bytes of the names area they take
-_regions = {}       # name (default domain) or (domain, name) -> _Region or _Unnamed
+_regions = {}       # name (default domain) or (domain, name) -> its _Region
 
 
 def _text(x):
@@ -359,9 +359,10 @@ def _give_up(error):
 
 def _intern(name, domain):
     """The region object of NAME in DOMAIN, made and entered in the table if new: a
-    _Region with a new id, or an _Unnamed when the names area has no room for it. A
-    NAME or DOMAIN that is not a str stands for its str(), and is looked up here each
-    time (region() finds only str keys in _regions)."""
+    _Region with a new id, or _UNNAMED when the names area has no room for it (not
+    entered: a program that makes up names without end must not grow the table without
+    end). A NAME or DOMAIN that is not a str stands for its str(), and is looked up here
+    each time (region() finds only str keys in _regions)."""
     global _names_used
     name = _text(name)
     domain = _text(domain) if domain else ""
@@ -374,15 +375,13 @@ def _intern(name, domain):
         n = _encode(name, _MAX_LEN)
         size = (_NAME.size + len(d) + len(n) + 7) & ~7
         if _names_used + size > _NAMES_ROOM:
-            r = _Unnamed()
-        else:
-            entry = _Name(len(_names) + 1, _names_used, d, n)
-            _names.append(entry)
-            _names_used += size
-            if _file is not None:
-                _file.write_name(entry)
-            r = _Region(entry.id)
-        _regions[key] = r
+            return _UNNAMED
+        entry = _Name(len(_names) + 1, _names_used, d, n)
+        _names.append(entry)
+        _names_used += size
+        if _file is not None:
+            _file.write_name(entry)
+        r = _regions[key] = _Region(entry.id)
         return r
 
 
@@ -421,8 +420,8 @@ class _Region:
 
 
 class _Unnamed(_Region):
-    """A region whose name found no room in the names area: its events are dropped and
-    counted in the file's header."""
+    """The regions whose names found no room in the names area (there is one, _UNNAMED):
+    their events are dropped and counted in the file's header."""
 
     __slots__ = ()
 
@@ -439,6 +438,9 @@ class _Unnamed(_Region):
 
     def _mark(self):
         _drop()
+
+
+_UNNAMED = _Unnamed()
 
 
 def _drop():
