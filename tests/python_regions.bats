@@ -27,6 +27,9 @@ teardown() {
 		kill -KILL "$target" 2>/dev/null
 		wait "$target" 2>/dev/null
 	fi
+	if [ -n "${tmpfs:-}" ]; then
+		umount "$tmpfs" 2>/dev/null
+	fi
 	return 0
 }
 
@@ -453,6 +456,27 @@ procs_files() {
 	[ "$(value dropped header <read.txt)" = 29 ]
 	[ "$(value next_id header <read.txt)" = 12 ]
 	! grep -q '^segment ' read.txt
+}
+
+@test "a full disk: events dropped and counted, and no SIGBUS" {
+	use_python debian
+	[ "$(id -u)" = 0 ] || skip "needs root to mount a small tmpfs"
+	mkdir fs
+	mount -t tmpfs -o size=256k proftool-regions fs 2>/dev/null || skip "mounting a tmpfs is not permitted here"
+	tmpfs=$PWD/fs
+	# 40005 events: 640 KiB of records in a 256 MiB file on 256 KiB of disk
+	PROFTOOL_REGIONS=$PWD/fs "$PY" "$PYREGIONS/fill.py" 20000 >out.txt 2>err.txt
+	[ ! -s err.txt ]
+	local f=(fs/*.rgn)
+	[ "${#f[@]}" = 1 ]
+	rgn_read "${f[0]}" >read.txt
+	[ "$(value size header <read.txt)" = $((256 * MIB)) ]
+	# what is in the file, and what was dropped, add up
+	local events dropped
+	events=$(grep -c '^event ' read.txt)
+	dropped=$(( $(value dropped segment <read.txt | paste -sd+) + $(value dropped header <read.txt) ))
+	[ "$events" -gt 0 ] && [ "$dropped" -gt 0 ]
+	[ $((events + dropped)) = 40005 ] || { echo "$events events, $dropped dropped" >&2; false; }
 }
 
 # ---- death and failure ----

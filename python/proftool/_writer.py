@@ -68,6 +68,12 @@ assert (_HEADER.size, _NAME.size, _SEGMENT.size, _RECORD.size) == (80, 8, 64, 16
 
 _MAX_LEN = 0xFFFF  # domain_len and name_len are 16 bits
 
+# Room on disk is reserved (posix_fallocate) before any part of the file is written
+# through the map: writing a hole of a full file system or tmpfs raises SIGBUS, which
+# would kill the program. Names are reserved one by one, segments a chunk at a time, so
+# that a file takes on disk about what it holds: 4 KiB and 64 KiB per thread to start.
+_CHUNK = 64 << 10
+
 
 def _file_size():
     """The size of a file in bytes: PROFTOOL_REGIONS_MB MiB, or the default when it is
@@ -162,9 +168,7 @@ class _File:
                 n += 1
         try:
             os.ftruncate(fd, _SIZE)
-            # room on disk for the header and the names, so that writing them cannot
-            # SIGBUS (a hole in a full file system or tmpfs cannot be written through a map)
-            os.posix_fallocate(fd, 0, RGN_HEADER_SIZE + _NAMES_ROOM)
+            os.posix_fallocate(fd, 0, RGN_HEADER_SIZE + _names_used)
             mm = mmap.mmap(fd, _SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         except BaseException:
             os.close(fd)
@@ -184,7 +188,8 @@ class _File:
         return f
 
     def write_name(self, name):
-        """Writes NAME's entry, its id last, then counts it in the header."""
+        """Writes NAME's entry, its id last, then counts it in the header. Its room on
+        disk is reserved already (see _intern)."""
         at = RGN_HEADER_SIZE + name.offset
         self.mm[at:at + len(name.entry)] = name.entry
         _U32.pack_into(self.mm, at, name.id)
@@ -195,17 +200,21 @@ class _File:
         """Hands out the next segment, for thread TID (its SEQth), named COMM; None when
         the file has no room for it."""
         at = self.next
-        if at + RGN_SEG_SIZE > _SIZE:
-            return None
-        try:
-            os.posix_fallocate(self.fd, at, RGN_SEG_SIZE)
-        except OSError:
+        if at + RGN_SEG_SIZE > _SIZE or not self.reserve(at, _CHUNK):
             return None
         _SEGMENT.pack_into(self.mm, at, 0, tid, seq, 0, 0, 0, comm)
         _U32.pack_into(self.mm, at, RGN_SEG_MAGIC)
         self.next = at + RGN_SEG_SIZE
         _U64.pack_into(self.mm, _H_NEXT, self.next)
-        return _Segment(self.mm, at, tid, seq)
+        return _Segment(self, at, tid, seq)
+
+    def reserve(self, offset, length):
+        """Reserves room on disk for LENGTH bytes at OFFSET; whether it could."""
+        try:
+            os.posix_fallocate(self.fd, offset, length)
+            return True
+        except OSError:
+            return False
 
     def drop(self):
         """Counts an event dropped where no segment could take it (under _lock)."""
@@ -222,25 +231,35 @@ class _File:
 
 
 class _Segment:
-    """A segment of the file, written by one thread; `pos` is the file offset of its next
-    record."""
+    """A segment of FILE, written by one thread: `pos` is the file offset of its next
+    record, `end` that of the end of the room reserved so far, `limit` the segment's."""
 
-    __slots__ = ("mm", "base", "used_at", "records", "pos", "end", "tid", "seq", "dropped")
+    __slots__ = ("file", "mm", "base", "used_at", "records", "pos", "end", "limit", "tid",
+                 "seq", "dropped")
 
-    def __init__(self, mm, base, tid, seq):
-        self.mm = mm
+    def __init__(self, file, base, tid, seq):
+        self.file = file
+        self.mm = file.mm
         self.base = base
         self.used_at = base + _S_USED
         self.records = base + _SEGMENT.size
         self.pos = self.records
-        self.end = base + RGN_SEG_SIZE
+        self.end = base + _CHUNK
+        self.limit = base + RGN_SEG_SIZE
         self.tid = tid
         self.seq = seq
         self.dropped = 0
 
     def overflow(self, id_, kind):
-        """Records the event (ID_, KIND) that did not fit: into the thread's next segment,
-        or, when the file has none left, counts it in this one's `dropped`."""
+        """Records the event (ID_, KIND) that did not fit: into the next chunk of this
+        segment, or the thread's next segment, or, when the file (or the disk) has no
+        room left, counts it in this one's `dropped`."""
+        if self.end < self.limit and not _full:
+            if self.file.reserve(self.end, _CHUNK):
+                self.end += _CHUNK
+                _put(id_, kind)
+                return
+            _no_room()
         seg = _next_segment(self)
         if seg is None:
             self.dropped += 1
@@ -322,7 +341,8 @@ def _next_segment(seg):
 
 
 def _no_room():
-    """Notes that no segment is left, so that threads stop asking (under _lock)."""
+    """Notes that no room is left (in the file, or on the disk), so that threads stop
+    asking (a flag, set with or without _lock)."""
     global _full
     _full = True
 
@@ -376,6 +396,8 @@ def _intern(name, domain):
         size = (_NAME.size + len(d) + len(n) + 7) & ~7
         if _names_used + size > _NAMES_ROOM:
             return _UNNAMED
+        if _file is not None and not _file.reserve(RGN_HEADER_SIZE + _names_used, size):
+            return _UNNAMED  # the disk is full: maybe not next time
         entry = _Name(len(_names) + 1, _names_used, d, n)
         _names.append(entry)
         _names_used += size
