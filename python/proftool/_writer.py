@@ -103,7 +103,7 @@ _monotonic_ns = time.monotonic_ns
 _lock = threading.RLock()  # _file, the name table, segments; held across fork
 _tls = threading.local()   # .seg: the calling thread's _Segment (or a stand-in)
 _file = None               # this process's _File, once made
-_full = False              # no room for another segment: stop asking
+_full = False              # no room left, in the file or on the disk: stop asking
 _off = False               # the file could not be made: record nothing
 
 # ---- the name table (kept by a forked child) ----
@@ -287,8 +287,8 @@ class _Nowhere:
 
 
 def _put(id_, kind):
-    """Records the event (ID_, KIND) now, on the calling thread. The hot path: no lock, no
-    system call. The record's place is taken before it is written, and `used` is
+    """Records the event (ID_, KIND) now, on the calling thread. The hot path: no lock,
+    and no system call but in overflow(), once per 4096 events. The record's place is taken before it is written, and `used` is
     computed from `pos` after, so that a signal handler recording between the two
     steps does not overwrite the record, nor leave it out of `used`."""
     try:
