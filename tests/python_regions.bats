@@ -78,13 +78,6 @@ out() {
 	awk -v k="$1" '$1 == k { print $2 }' out.txt
 }
 
-# file_of PID: the one file of process PID in rgn/ (fails unless there is exactly one)
-file_of() {
-	local f=(rgn/"$1"-py-*.rgn)
-	[ "${#f[@]}" -eq 1 ] && [ -f "${f[0]}" ] || { echo "files of $1: ${f[*]}" >&2; return 1; }
-	echo "${f[0]}"
-}
-
 # only_file: the one file in rgn/ (fails unless there is exactly one)
 only_file() {
 	local f=(rgn/*.rgn)
