@@ -71,6 +71,9 @@ $(O)/workloads/%: tests/workloads/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_CFLAGS) -o $@ $<
 
+# workloads that mark regions include the header
+$(O)/workloads/regions $(O)/workloads-nofp/regions: include/proftool.h
+
 $(O)/workloads/lib%.so: tests/workloads/lib/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_CFLAGS) -fPIC -shared -o $@ $<

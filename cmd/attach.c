@@ -246,6 +246,8 @@ static int do_attach(struct sampling_opts *o, pid_t pid)
 	}
 	cmdline = target_cmdline(pid);
 	r.command = cmdline;
+	r.regions.mode = o->regions;
+	regions_prepare_attach(&r.regions, pid);
 	sampling_begin(&r);
 	for (size_t i = 0; i < nr; i++)
 		sym_session_add_existing(r.syms, pid, tids[i]);

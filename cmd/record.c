@@ -119,10 +119,17 @@ static int do_record(struct sampling_opts *o, char **command)
 		free(cmdline);
 		return EXIT_FAIL;
 	}
+	/* before the fork: the command inherits the environment that names the directory */
+	r.regions.mode = o->regions;
+	if (regions_prepare_record(&r.regions) < 0) {
+		free(cmdline);
+		return EXIT_FAIL;
+	}
 	sampling_signals(&waitmask);
 	ret = sampler_spawn(&child, command);
 	if (ret < 0) {
 		error("cannot start '%s': %s", command[0], strerror(-ret));
+		regions_release(&r.regions);
 		free(cmdline);
 		return EXIT_FAIL;
 	}
@@ -131,6 +138,7 @@ static int do_record(struct sampling_opts *o, char **command)
 	r.sampler = sampling_open(o, &so);
 	if (!r.sampler) {
 		sampler_spawn_abort(&child);
+		regions_release(&r.regions);
 		free(cmdline);
 		return EXIT_FAIL;
 	}
@@ -146,6 +154,7 @@ static int do_record(struct sampling_opts *o, char **command)
 			usleep(1000);
 		error("cannot run '%s': %s", command[0], strerror(-ret));
 		sampler_close(r.sampler);
+		regions_release(&r.regions);
 		sym_session_free(r.syms);
 		sym_python_free(o->py);
 		free(cmdline);

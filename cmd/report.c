@@ -20,14 +20,18 @@ static const char report_usage[] =
 	"\n"
 	"  -i FILE              profile to read (may repeat)\n"
 	"  --sort KEY           cumtime (cumulative), tottime (time), nsamples (ncalls,\n"
-	"                       calls), name, filename, nfl (default cumtime)\n"
+	"                       calls), name, filename, nfl (default cumtime); with\n"
+	"                       --format regions: total, avg, min, max, count, self,\n"
+	"                       cpu, name (default total)\n"
 	"  --format FMT         table (cProfile-style, default); tree (the call tree,\n"
 	"                       callees indented under callers); callers or callees\n"
 	"                       (pstats print_callers/print_callees); folded (one line\n"
 	"                       per stack: frames root first, ';'-separated, then the count);\n"
 	"                       json (the aggregated profile); timers (hierarchical\n"
 	"                       timer JSON); speedscope; chrome (trace events); pprof\n"
-	"                       (gzip'd protobuf); svg or html (interactive flame graph)\n"
+	"                       (gzip'd protobuf); svg or html (interactive flame graph);\n"
+	"                       regions (the named regions the program marked: count,\n"
+	"                       total, self, mean, min, max, %wall, cpu per region path)\n"
 	"  --min-percent P      tree: fold nodes under P% of the samples into one line\n"
 	"                       (default 0.5)\n"
 	"  --match REGEX        callers/callees: only functions whose name matches REGEX\n"
@@ -41,6 +45,9 @@ static const char report_usage[] =
 	"  --time-range START-END\n"
 	"                       keep only samples taken from START to END seconds after\n"
 	"                       the recording began (either side may be left out)\n"
+	"  --region NAME        keep only samples taken inside region NAME, or a path\n"
+	"                       a/b of nested regions (/a/b: from a thread's top)\n"
+	"  --by-region          table: one function table per region path\n"
 	"  --pid P, --tid T     keep only samples of process P or thread T\n"
 	"  --comm NAME          keep only samples of threads or processes named NAME\n"
 	"  --state on-cpu|off-cpu\n"
@@ -63,6 +70,8 @@ enum {
 	OPT_MATCH,
 	OPT_STATE,
 	OPT_LINES,
+	OPT_REGION,
+	OPT_BY_REGION,
 };
 
 static const struct option report_options[] = {
@@ -79,6 +88,8 @@ static const struct option report_options[] = {
 	{ "match", required_argument, NULL, OPT_MATCH },
 	{ "state", required_argument, NULL, OPT_STATE },
 	{ "lines", no_argument, NULL, OPT_LINES },
+	{ "region", required_argument, NULL, OPT_REGION },
+	{ "by-region", no_argument, NULL, OPT_BY_REGION },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -88,6 +99,7 @@ struct report_cmd_opts {
 	const char **inputs;
 	size_t nr_inputs, alloc_inputs;
 	const char *output;
+	const char *sort;       /* checked once the format is known */
 };
 
 /* "START-END", "START-" or "-END", in seconds; START < END when both are given. */
@@ -133,12 +145,19 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 			o->inputs[o->nr_inputs++] = optarg;
 			break;
 		case OPT_SORT:
-			if (report_sort_parse(optarg, &o->ro.sort) < 0)
-				return usage_error("report", "unknown sort key '%s' (use cumtime, tottime, nsamples, name, filename or nfl)", optarg);
+			o->sort = optarg;
+			break;
+		case OPT_REGION:
+			if (!*optarg)
+				return usage_error("report", "--region needs a region name or a/b path");
+			o->ro.filter.region = optarg;
+			break;
+		case OPT_BY_REGION:
+			o->ro.by_region = true;
 			break;
 		case OPT_FORMAT:
 			if (report_format_parse(optarg, &o->ro.format) < 0)
-				return usage_error("report", "unknown format '%s' (use table, tree, callers, callees, folded, json, timers, speedscope, chrome, pprof, svg or html)", optarg);
+				return usage_error("report", "unknown format '%s' (use table, tree, callers, callees, folded, regions, json, timers, speedscope, chrome, pprof, svg or html)", optarg);
 			break;
 		case OPT_LIMIT:
 			if (!parse_ulong(optarg, 0, SIZE_MAX, &v))
@@ -216,6 +235,15 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 		ALLOC_GROW(o->inputs, o->nr_inputs + 1, o->alloc_inputs);
 		o->inputs[o->nr_inputs++] = argv[i];
 	}
+	if (o->sort && o->ro.format == REPORT_REGIONS &&
+	    report_region_sort_parse(o->sort, &o->ro.region_sort) < 0)
+		return usage_error("report", "unknown sort key '%s' for --format regions (use total, avg, min, max, count, self, cpu or name)", o->sort);
+	if (o->sort && o->ro.format != REPORT_REGIONS && report_sort_parse(o->sort, &o->ro.sort) < 0)
+		return usage_error("report", "unknown sort key '%s' (use cumtime, tottime, nsamples, name, filename or nfl; total, avg, min, max, count, self go with --format regions)", o->sort);
+	if (o->ro.by_region && o->ro.format != REPORT_TABLE)
+		return usage_error("report", "--by-region goes with --format table");
+	if (o->ro.by_region && (o->ro.per_thread || o->ro.per_process))
+		return usage_error("report", "--by-region and --per-thread/--per-process cannot be combined");
 	if ((o->ro.per_thread || o->ro.per_process) && report_format_is_export(o->ro.format))
 		return usage_error("report", "--per-thread and --per-process go with table, tree, callers, callees and folded; "
 				   "the other formats keep threads apart themselves or not at all (filter with --tid or --pid)");
@@ -261,7 +289,7 @@ static int do_report(struct report_cmd_opts *o)
 
 	if (!p)
 		return EXIT_FAIL;
-	if (!p->nr_samples) {
+	if (!p->nr_samples && (o->ro.format != REPORT_REGIONS || !p->nr_regions)) {
 		error("no samples in %s%s%s; the profiled command may have been too short: record a longer run or raise -F",
 		      o->nr_inputs == 1 ? "'" : "the given files", o->nr_inputs == 1 ? o->inputs[0] : "",
 		      o->nr_inputs == 1 ? "'" : "");
@@ -277,6 +305,22 @@ static int do_report(struct report_cmd_opts *o)
 	ret = report_write(out.fp, p, &o->ro);
 	wall = p->meta.mode && !strcmp(p->meta.mode, "wall");
 	profile_free(p);
+	if (ret == -ESRCH) {
+		output_abort(&out);
+		error("no region is named '%s'; 'proftool report --format regions' lists them", o->ro.filter.region);
+		return EXIT_FAIL;
+	}
+	if (ret == -ENOMSG) {
+		output_abort(&out);
+		error("the profile has no regions: mark them in the program (<proftool.h>, the proftool "
+		      "Python module) and record with --regions auto (the default)");
+		return EXIT_FAIL;
+	}
+	if (ret == -ENODATA && o->ro.by_region) {
+		output_abort(&out);
+		error("no sample was taken inside a region; 'proftool report --format regions' lists them");
+		return EXIT_FAIL;
+	}
 	if (ret == -ENOENT) {
 		output_abort(&out);
 		error("no function matches --match '%s'; '--format table --limit 0' lists them", o->ro.match ? o->ro.match : "");
@@ -289,7 +333,7 @@ static int do_report(struct report_cmd_opts *o)
 	}
 	if (ret == -ENODATA) {
 		output_abort(&out);
-		error("no samples match the --pid/--tid/--comm/--time-range/--state filters; 'proftool report --per-thread' lists the threads");
+		error("no samples match the --pid/--tid/--comm/--time-range/--state/--region filters; 'proftool report --per-thread' lists the threads");
 		return EXIT_FAIL;
 	}
 	return output_finish(&out, ret);

@@ -52,7 +52,11 @@ const char sampling_usage[] =
 	"  --mode cpu|wall      on-CPU samples (default), or wall-clock samples of every\n"
 	"                       thread, running or blocked (uses the ptrace backend)\n"
 	"  --python auto|off    find CPython (3.11 to 3.13) in every profiled process and\n"
-	"                       show its Python functions in the stacks (default auto)\n";
+	"                       show its Python functions in the stacks (default auto)\n"
+	"  --regions auto|itt|all|off\n"
+	"                       collect the named regions the program marks (<proftool.h>,\n"
+	"                       the proftool Python module); itt or all: also Intel ITT\n"
+	"                       tasks, frames and markers (oneDNN's) (default auto)\n";
 
 void sampling_opts_init(struct sampling_opts *o)
 {
@@ -63,6 +67,7 @@ void sampling_opts_init(struct sampling_opts *o)
 	o->callgraph = SAMPLER_CG_DWARF;
 	o->event = SAMPLER_EVENT_CPU_CLOCK;
 	o->python = true;
+	o->regions = REGIONS_AUTO;
 }
 
 int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const char *command)
@@ -130,6 +135,10 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 			o->python = false;
 		else
 			return usage_error(command, "--python takes auto or off, not '%s'", arg);
+		return 0;
+	case OPT_REGIONS:
+		if (regions_parse_mode(arg, &o->regions) < 0)
+			return usage_error(command, "--regions takes auto, itt, all or off, not '%s'", arg);
 		return 0;
 	case 'q':
 		o->quiet = true;
@@ -484,6 +493,7 @@ int sampling_finish(struct sampling_run *r)
 	p = sym_session_finish(r->syms, finish_progress, r);
 	if (r->tty)
 		fputs("\r\033[K", stderr);
+	regions_finish(&r->regions, p, r->start_ns, r->end_ns);
 	fill_meta(p, r, st.count);
 	if (profile_write(p, o->output, err, sizeof(err)) < 0) {
 		error("%s; the profile was not saved (check the path and free space)", err);
@@ -502,9 +512,13 @@ int sampling_finish(struct sampling_run *r)
 			p->meta.duration_ns / 1e9);
 		if (cpu > 0)
 			fprintf(stderr, "; %.0f Hz achieved of %lu Hz requested", n / cpu, o->freq);
+		if (p->nr_regions || p->nr_marks)
+			fprintf(stderr, "; %zu region%s, %zu mark%s", p->nr_regions,
+				p->nr_regions == 1 ? "" : "s", p->nr_marks, p->nr_marks == 1 ? "" : "s");
 		fputc('\n', stderr);
 	}
 	profile_free(p);
+	regions_release(&r->regions);
 	sym_session_free(r->syms);
 	r->syms = NULL;
 	sym_python_free(o->py);

@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "regions.h"
 #include "sampler/sampler.h"
 
 struct sampling_opts {
@@ -24,6 +25,7 @@ struct sampling_opts {
 	bool wall;              /* --mode wall */
 	bool python;            /* --python auto: merge CPython frames */
 	bool python_likely;     /* the target looks like Python from the start (set by the caller) */
+	enum regions_mode regions; /* --regions */
 	enum sampler_backend used; /* what sampling_open settled on */
 	struct sym_python *py;  /* sampling_open's, when python; freed by sampling_finish */
 };
@@ -35,6 +37,7 @@ enum {
 	OPT_STACK_SIZE,
 	OPT_USER_ONLY,
 	OPT_PYTHON,
+	OPT_REGIONS,
 	OPT_HELP,
 };
 
@@ -46,7 +49,8 @@ enum {
 	{ "duration", required_argument, NULL, OPT_DURATION },              \
 	{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },          \
 	{ "user-only", no_argument, NULL, OPT_USER_ONLY },                  \
-	{ "python", required_argument, NULL, OPT_PYTHON }
+	{ "python", required_argument, NULL, OPT_PYTHON },                  \
+	{ "regions", required_argument, NULL, OPT_REGIONS }
 
 /* The help lines for those options, shared by the usage texts. */
 extern const char sampling_usage[];
@@ -80,6 +84,7 @@ struct sampling_run {
 	bool interrupted;        /* attach: stopped by SIGINT, SIGTERM or SIGHUP */
 	bool tty;
 	uint64_t last_status_ns;
+	struct regions_run regions; /* the caller prepares it; sampling_finish joins and releases it */
 };
 
 /*

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Writing profile files: gzip-compressed JSON, format documented in docs/profile-format.md (read.c reads them). */
-#include "profile.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -16,8 +16,7 @@ static json_t *jstr(const char *s)
 	return s ? json_string(s) : json_null();
 }
 
-/* A count of the meta as the file holds it: a JSON integer, so at most INT64_MAX. */
-static json_int_t count_int(uint64_t v)
+json_int_t profile_count_int(uint64_t v)
 {
 	return v > INT64_MAX ? INT64_MAX : (json_int_t)v;
 }
@@ -32,13 +31,13 @@ static json_t *pythons_to_json(const struct profile_meta *m)
 
 		for (size_t j = 0; j < py->nr_misses; j++)
 			json_array_append_new(misses, json_pack("{s:s, s:I}", "reason", py->misses[j].reason,
-								"count", count_int(py->misses[j].count)));
+								"count", profile_count_int(py->misses[j].count)));
 		json_array_append_new(a, json_pack("{s:s, s:o, s:o, s:I, s:I, s:o}",
 						   "interpreter", py->interpreter,
 						   "version", jstr(py->version),
 						   "unsupported", jstr(py->unsupported),
-						   "samples", count_int(py->samples),
-						   "with_frames", count_int(py->with_frames),
+						   "samples", profile_count_int(py->samples),
+						   "with_frames", profile_count_int(py->with_frames),
 						   "misses", misses));
 	}
 	return a;
@@ -71,6 +70,7 @@ static json_t *meta_to_json(const struct profile_meta *m, size_t nr_samples)
 			 "samples", (json_int_t)nr_samples);
 	json_object_set_new(meta, "unwind_stops", stops);
 	json_object_set_new(meta, "python", pythons_to_json(m));
+	json_object_set_new(meta, "regions", profile_regions_meta_to_json(m));
 	return meta;
 }
 
@@ -80,7 +80,7 @@ static json_t *build_json(const struct profile *p)
 	json_t *fname = json_array(), *fmod = json_array(), *ffile = json_array(), *fline = json_array();
 	json_t *lfunc = json_array(), *lline = json_array();
 	json_t *sparent = json_array(), *sloc = json_array();
-	json_t *procs = json_array(), *threads = json_array();
+	json_t *procs = json_array(), *threads = json_array(), *regions;
 
 	json_object_set_new(root, "format", json_string(PROFILE_FORMAT));
 	json_object_set_new(root, "version", json_integer(PROFILE_VERSION));
@@ -121,6 +121,9 @@ static json_t *build_json(const struct profile *p)
 							 "comm", t->comm));
 	}
 	json_object_set_new(root, "threads", threads);
+	regions = profile_regions_tables_to_json(p);
+	if (regions)
+		json_object_set_new(root, "regions", regions);
 	return root;
 }
 
@@ -159,7 +162,7 @@ static void zout_deflate(struct zout *z, int flush)
 	z->n = 0;
 }
 
-static void zput(struct zout *z, const void *buf, size_t len)
+void zput(struct zout *z, const void *buf, size_t len)
 {
 	const unsigned char *b = buf;
 
@@ -175,13 +178,12 @@ static void zput(struct zout *z, const void *buf, size_t len)
 	}
 }
 
-static void zputs(struct zout *z, const char *s)
+void zputs(struct zout *z, const char *s)
 {
 	zput(z, s, strlen(s));
 }
 
-/* ",N" (or "N" for the first), the sample columns' one operation, without printf. */
-static void zput_int(struct zout *z, int64_t v, bool first)
+void zput_int(struct zout *z, int64_t v, bool first)
 {
 	char buf[24], *e = buf + sizeof(buf), *q = e;
 	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
@@ -196,7 +198,7 @@ static void zput_int(struct zout *z, int64_t v, bool first)
 	zput(z, q, (size_t)(e - q));
 }
 
-enum column { COL_TIME, COL_THREAD, COL_STACK, COL_STATE };
+enum column { COL_TIME, COL_THREAD, COL_STACK, COL_REGION, COL_STATE };
 
 static int write_column(struct zout *z, const struct profile *p, enum column col)
 {
@@ -210,7 +212,9 @@ static int write_column(struct zout *z, const struct profile *p, enum column col
 
 		zput_int(z, col == COL_TIME ? (int64_t)(us - prev_us) :
 			    col == COL_THREAD ? (int64_t)s->thread :
-			    col == COL_STACK ? (int64_t)s->stack : (int64_t)s->state, first);
+			    col == COL_STACK ? (int64_t)s->stack :
+			    col == COL_REGION ? (s->region == PROFILE_NONE ? -1 : (int64_t)s->region) :
+			    (int64_t)s->state, first);
 		prev_us = us;
 		first = false;
 	}
@@ -221,13 +225,17 @@ static int write_column(struct zout *z, const struct profile *p, enum column col
 static int write_samples(struct zout *z, const struct profile *p)
 {
 	static const char *const heads[] = {
-		",\"samples\":{\"time_us_delta\":[", "],\"thread\":[", "],\"stack\":[", "],\"state\":["
+		",\"samples\":{\"time_us_delta\":[", "],\"thread\":[", "],\"stack\":[", "],\"region\":[",
+		"],\"state\":["
 	};
-	/* the state column only where it says something: wall mode */
-	enum column last = p->meta.mode && !strcmp(p->meta.mode, "wall") ? COL_STATE : COL_STACK;
+	/* the state column only where it says something: wall mode; the region one with regions */
+	bool wall = p->meta.mode && !strcmp(p->meta.mode, "wall");
 	int ret = 0;
 
-	for (enum column c = COL_TIME; c <= last && !ret; c++) {
+	profile_regions_write_columns(z, p);
+	for (enum column c = COL_TIME; c <= COL_STATE && !ret; c++) {
+		if ((c == COL_REGION && !p->nr_region_nodes) || (c == COL_STATE && !wall))
+			continue;
 		zputs(z, heads[c]);
 		ret = write_column(z, p, c);
 	}

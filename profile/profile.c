@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The in-memory profile: interning of functions, locations and stacks, the meta's counts, and merging. */
-#include "profile.h"
+#include "internal.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +67,7 @@ void profile_free(struct profile *p)
 	idx_release(&p->func_idx);
 	idx_release(&p->loc_idx);
 	idx_release(&p->stack_idx);
+	profile_regions_release(p);
 	free(p);
 }
 
@@ -175,6 +176,7 @@ void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
 	s->thread = thread;
 	s->stack = stack;
 	s->weight_ns = weight_ns;
+	s->region = PROFILE_NONE;
 	s->state = (uint8_t)state;
 }
 
@@ -318,6 +320,7 @@ void profile_merge(struct profile *dst, const struct profile *src)
 	uint32_t *smap = xmalloc(st_mult(src->nr_stacks + 1, sizeof(*smap)));
 	uint32_t *pmap = xmalloc(st_mult(src->nr_procs + 1, sizeof(*pmap)));
 	uint32_t *tmap = xmalloc(st_mult(src->nr_threads + 1, sizeof(*tmap)));
+	uint32_t *rmap;
 
 	for (size_t i = 0; i < src->nr_funcs; i++) {
 		const struct profile_func *f = &src->funcs[i];
@@ -342,11 +345,14 @@ void profile_merge(struct profile *dst, const struct profile *src)
 
 		tmap[i] = profile_add_thread(dst, t->tid, pmap[t->process], t->comm);
 	}
+	rmap = profile_regions_merge(dst, src, tmap);
 	for (size_t i = 0; i < src->nr_samples; i++) {
 		const struct profile_sample *s = &src->samples[i];
 
 		profile_add_sample(dst, s->time_ns, tmap[s->thread], smap[s->stack], s->weight_ns,
 				   (enum profile_state)s->state);
+		if (s->region != PROFILE_NONE)
+			dst->samples[dst->nr_samples - 1].region = rmap[s->region];
 	}
 	for (size_t i = 0; i < src->meta.nr_stops; i++)
 		profile_add_unwind_stop(dst, src->meta.stops[i].reason, src->meta.stops[i].module,
@@ -366,4 +372,5 @@ void profile_merge(struct profile *dst, const struct profile *src)
 	free(smap);
 	free(pmap);
 	free(tmap);
+	free(rmap);
 }

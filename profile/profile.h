@@ -81,7 +81,57 @@ struct profile_sample {
 	uint32_t thread;
 	uint32_t stack;      /* leaf node; never PROFILE_NONE */
 	uint32_t weight_ns;  /* time this sample stands for (its file's period, at most 1 s) */
+	uint32_t region;     /* the innermost open region's path node, PROFILE_NONE outside any */
 	uint8_t state;       /* enum profile_state */
+};
+
+/*
+ * Named regions the program marked (regions/): names by (domain, name),
+ * their nesting per thread as a prefix tree of paths, as the stacks are,
+ * and every instance with its exact times. Times are ns since the
+ * recording started, on the samples' clock.
+ */
+struct profile_region_name {
+	char *domain;        /* "" for the default domain */
+	char *name;
+};
+
+struct profile_region_node {
+	uint32_t parent;     /* the enclosing region's node, PROFILE_NONE at a thread's top */
+	uint32_t name;       /* index into region_names */
+	uint32_t depth;      /* 1 at the top; derived, not stored */
+};
+
+#define PROFILE_REGION_OPEN_AT_EXIT 1 /* never ended: closed at its thread's last sign of life */
+
+/* One instance: a region from its begin to its end on one thread. */
+struct profile_region {
+	uint32_t thread;
+	uint32_t node;
+	uint64_t start_ns, end_ns;
+	uint32_t flags;      /* PROFILE_REGION_* */
+};
+
+/* An instant event (proftool_mark) on one thread. */
+struct profile_mark {
+	uint32_t thread;
+	uint32_t name;       /* index into region_names */
+	uint64_t time_ns;
+};
+
+/* A span while the recording was paused: no sample and no region was kept in it. */
+struct profile_pause {
+	uint64_t start_ns, end_ns;
+};
+
+/* What the recording made of the region events, for the header. Counts saturate at INT64_MAX. */
+struct profile_region_stats {
+	uint64_t events;     /* read from the programs' files */
+	uint64_t dropped;    /* the programs could not write them: their buffers were full */
+	uint64_t torn;       /* records cut short or malformed (a death mid-write), left out */
+	uint64_t unbalanced; /* ends with no matching begin, or begins closed by an outer end */
+	uint64_t open_at_exit; /* regions never ended, closed at their thread's end and flagged */
+	uint64_t paused;     /* events left out because the recording was paused */
 };
 
 /* How many stacks stopped early for one reason (and module, when there is one). */
@@ -131,6 +181,7 @@ struct profile_meta {
 	size_t nr_stops, alloc_stops;
 	struct profile_python *pythons; /* unique by (interpreter, version) */
 	size_t nr_pythons, alloc_pythons;
+	struct profile_region_stats regions;
 };
 
 struct profile {
@@ -148,8 +199,18 @@ struct profile {
 	struct profile_sample *samples;
 	size_t nr_samples, alloc_samples;
 	struct profile_spill *spill; /* earlier samples on disk; NULL unless recording long */
+	struct profile_region_name *region_names;
+	size_t nr_region_names, alloc_region_names;
+	struct profile_region_node *region_nodes;
+	size_t nr_region_nodes, alloc_region_nodes;
+	struct profile_region *regions; /* by thread, then start time */
+	size_t nr_regions, alloc_regions;
+	struct profile_mark *marks;     /* by thread, then time */
+	size_t nr_marks, alloc_marks;
+	struct profile_pause *pauses;   /* in time order, apart */
+	size_t nr_pauses, alloc_pauses;
 	/* interning indexes, built as entries are added */
-	struct idx func_idx, loc_idx, stack_idx;
+	struct idx func_idx, loc_idx, stack_idx, rname_idx, rnode_idx;
 };
 
 struct profile *profile_new(void);
@@ -168,6 +229,18 @@ uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
 void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
 			uint32_t stack, uint32_t weight_ns, enum profile_state state);
 
+/* Regions (profile/regions.c). Names and path nodes are interned; strings are copied. */
+uint32_t profile_add_region_name(struct profile *p, const char *domain, const char *name);
+uint32_t profile_add_region_node(struct profile *p, uint32_t parent, uint32_t name);
+void profile_add_region(struct profile *p, uint32_t thread, uint32_t node, uint64_t start_ns,
+			uint64_t end_ns, uint32_t flags);
+void profile_add_mark(struct profile *p, uint32_t thread, uint32_t name, uint64_t time_ns);
+void profile_add_pause(struct profile *p, uint64_t start_ns, uint64_t end_ns);
+/* Sorts instances by thread then start (outer first), marks by thread then time, pauses by time. */
+void profile_sort_regions(struct profile *p);
+/* "NAME", or "DOMAIN::NAME" outside the default domain, into BUF (N bytes); returns BUF. */
+const char *profile_region_label(const struct profile *p, uint32_t name, char *buf, size_t n);
+
 /* Adds COUNT to the unwind-stop entry for (REASON, MODULE); counts saturate at INT64_MAX. */
 void profile_add_unwind_stop(struct profile *p, const char *reason, const char *module,
 			     uint64_t count);
@@ -185,6 +258,10 @@ void profile_add_python_miss(struct profile *p, uint32_t py, const char *reason,
 
 /* Whether F is a Python function (module PROFILE_MODULE_PYTHON). */
 bool profile_func_is_python(const struct profile_func *f);
+
+/* Keeps only the samples, spilled or not, that KEEP accepts. */
+void profile_drop_samples(struct profile *p, bool (*keep)(const struct profile_sample *s, void *arg),
+			  void *arg);
 
 /* Sorts samples by time, ties by thread then stack. */
 void profile_sort_samples(struct profile *p);

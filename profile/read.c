@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Reading profile files and checking them whole: the format of docs/profile-format.md (io.c writes it). */
-#include "profile.h"
+#include "internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,14 +81,7 @@ static int gunzip(const unsigned char *in, size_t inlen, char **out, size_t *out
 	return 0;
 }
 
-struct reader {
-	char *err;
-	size_t errlen;
-	int bad; /* set on the first schema violation */
-};
-
-__attribute__((format(printf, 2, 3)))
-static void bad(struct reader *r, const char *fmt, ...)
+void reader_bad(struct reader *r, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -101,47 +94,47 @@ static void bad(struct reader *r, const char *fmt, ...)
 	va_end(ap);
 }
 
-static json_t *get_array(struct reader *r, json_t *obj, const char *key, size_t n, bool check_n)
+json_t *reader_array(struct reader *r, json_t *obj, const char *key, size_t n, bool check_n)
 {
 	json_t *a = json_object_get(obj, key);
 
 	if (!json_is_array(a)) {
-		bad(r, "field '%s' is missing", key);
+		reader_bad(r, "field '%s' is missing", key);
 		return NULL;
 	}
 	if (check_n && json_array_size(a) != n) {
-		bad(r, "field '%s' has %zu entries, expected %zu", key, json_array_size(a), n);
+		reader_bad(r, "field '%s' has %zu entries, expected %zu", key, json_array_size(a), n);
 		return NULL;
 	}
 	return a;
 }
 
-static json_int_t get_int_at(struct reader *r, json_t *a, size_t i, json_int_t lo, json_int_t hi,
+json_int_t reader_int_at(struct reader *r, json_t *a, size_t i, json_int_t lo, json_int_t hi,
 			     const char *what)
 {
 	json_t *v = json_array_get(a, i);
 	json_int_t x;
 
 	if (!json_is_integer(v)) {
-		bad(r, "%s %zu is not an integer", what, i);
+		reader_bad(r, "%s %zu is not an integer", what, i);
 		return lo;
 	}
 	x = json_integer_value(v);
 	if (x < lo || x > hi) {
-		bad(r, "%s %zu is out of range", what, i);
+		reader_bad(r, "%s %zu is out of range", what, i);
 		return lo;
 	}
 	return x;
 }
 
-static const char *get_str_at(struct reader *r, json_t *a, size_t i, bool nullable, const char *what)
+const char *reader_str_at(struct reader *r, json_t *a, size_t i, bool nullable, const char *what)
 {
 	json_t *v = json_array_get(a, i);
 
 	if (nullable && json_is_null(v))
 		return NULL;
 	if (!json_is_string(v)) {
-		bad(r, "%s %zu is not a string", what, i);
+		reader_bad(r, "%s %zu is not a string", what, i);
 		return "";
 	}
 	return json_string_value(v);
@@ -218,7 +211,7 @@ static void read_pythons(struct reader *r, struct profile *p, json_t *meta)
 	if (!a)
 		return;
 	if (!json_is_array(a)) {
-		bad(r, "meta field 'python' is not an array");
+		reader_bad(r, "meta field 'python' is not an array");
 		return;
 	}
 	json_array_foreach(a, i, o) {
@@ -234,7 +227,7 @@ static void read_pythons(struct reader *r, struct profile *p, json_t *meta)
 				"with_frames", &with, "misses", &misses) ||
 		    !str_or_null(version, &ver) || !str_or_null(unsupported, &why) ||
 		    samples < 0 || with < 0 || with > samples || (misses && !json_is_array(misses))) {
-			bad(r, "python entry %zu is malformed", i);
+			reader_bad(r, "python entry %zu is malformed", i);
 			return;
 		}
 		id = profile_add_python(p, interp, ver, why);
@@ -247,7 +240,7 @@ static void read_pythons(struct reader *r, struct profile *p, json_t *meta)
 			json_int_t count = -1;
 
 			if (json_unpack(ms, "{s:s, s:I}", "reason", &reason, "count", &count) || count < 0) {
-				bad(r, "python entry %zu: miss %zu is malformed", i, j);
+				reader_bad(r, "python entry %zu: miss %zu is malformed", i, j);
 				return;
 			}
 			profile_add_python_miss(p, id, reason, count);
@@ -263,48 +256,48 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 {
 	json_t *fn = json_object_get(root, "functions"), *lo = json_object_get(root, "locations");
 	json_t *st = json_object_get(root, "stacks"), *sa = json_object_get(root, "samples");
-	json_t *procs = get_array(r, root, "processes", 0, false);
-	json_t *threads = get_array(r, root, "threads", 0, false);
-	json_t *a, *b, *c, *d;
+	json_t *procs = reader_array(r, root, "processes", 0, false);
+	json_t *threads = reader_array(r, root, "threads", 0, false);
+	json_t *a, *b, *c, *d, *e;
 	size_t n;
 	uint64_t t_us = 0;
 
 	if (r->bad)
 		return;
-	a = get_array(r, fn, "name", 0, false);
+	a = reader_array(r, fn, "name", 0, false);
 	n = a ? json_array_size(a) : 0;
-	b = get_array(r, fn, "module", n, true);
-	c = get_array(r, fn, "file", n, true);
-	d = get_array(r, fn, "line", n, true);
+	b = reader_array(r, fn, "module", n, true);
+	c = reader_array(r, fn, "file", n, true);
+	d = reader_array(r, fn, "line", n, true);
 	for (size_t i = 0; !r->bad && i < n; i++) {
-		const char *name = get_str_at(r, a, i, false, "function name");
-		const char *mod = get_str_at(r, b, i, false, "function module");
-		const char *file = get_str_at(r, c, i, true, "function file");
-		uint32_t line = get_int_at(r, d, i, 0, UINT32_MAX, "function line");
+		const char *name = reader_str_at(r, a, i, false, "function name");
+		const char *mod = reader_str_at(r, b, i, false, "function module");
+		const char *file = reader_str_at(r, c, i, true, "function file");
+		uint32_t line = reader_int_at(r, d, i, 0, UINT32_MAX, "function line");
 
 		if (!r->bad && profile_add_func(p, name, mod, file, line) != i)
-			bad(r, "function %zu is a duplicate", i);
+			reader_bad(r, "function %zu is a duplicate", i);
 	}
-	a = get_array(r, lo, "function", 0, false);
+	a = reader_array(r, lo, "function", 0, false);
 	n = a ? json_array_size(a) : 0;
-	b = get_array(r, lo, "line", n, true);
+	b = reader_array(r, lo, "line", n, true);
 	for (size_t i = 0; !r->bad && i < n; i++) {
-		uint32_t f = get_int_at(r, a, i, 0, (json_int_t)p->nr_funcs - 1, "location function");
-		uint32_t line = get_int_at(r, b, i, 0, UINT32_MAX, "location line");
+		uint32_t f = reader_int_at(r, a, i, 0, (json_int_t)p->nr_funcs - 1, "location function");
+		uint32_t line = reader_int_at(r, b, i, 0, UINT32_MAX, "location line");
 
 		if (!r->bad && profile_add_loc(p, f, line) != i)
-			bad(r, "location %zu is a duplicate", i);
+			reader_bad(r, "location %zu is a duplicate", i);
 	}
-	a = get_array(r, st, "parent", 0, false);
+	a = reader_array(r, st, "parent", 0, false);
 	n = a ? json_array_size(a) : 0;
-	b = get_array(r, st, "location", n, true);
+	b = reader_array(r, st, "location", n, true);
 	for (size_t i = 0; !r->bad && i < n; i++) {
 		/* parent < i keeps the tree acyclic */
-		json_int_t par = get_int_at(r, a, i, -1, (json_int_t)i - 1, "stack parent");
-		uint32_t loc = get_int_at(r, b, i, 0, (json_int_t)p->nr_locs - 1, "stack location");
+		json_int_t par = reader_int_at(r, a, i, -1, (json_int_t)i - 1, "stack parent");
+		uint32_t loc = reader_int_at(r, b, i, 0, (json_int_t)p->nr_locs - 1, "stack location");
 
 		if (!r->bad && profile_add_stack(p, par < 0 ? PROFILE_NONE : (uint32_t)par, loc) != i)
-			bad(r, "stack %zu is a duplicate", i);
+			reader_bad(r, "stack %zu is a duplicate", i);
 	}
 	n = procs ? json_array_size(procs) : 0;
 	for (size_t i = 0; !r->bad && i < n; i++) {
@@ -316,7 +309,7 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 		if (json_unpack(o, "{s:I, s:I, s:s, s?o}", "pid", &pid, "ppid", &ppid, "comm", &comm,
 				"cmdline", &cmdline) || pid < 0 || pid > INT32_MAX || ppid < 0 ||
 		    ppid > INT32_MAX || (cmdline && !json_is_string(cmdline) && !json_is_null(cmdline)))
-			bad(r, "process %zu is malformed", i);
+			reader_bad(r, "process %zu is malformed", i);
 		else
 			profile_add_process(p, pid, ppid, comm, json_string_value(cmdline));
 	}
@@ -328,39 +321,49 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 
 		if (json_unpack(o, "{s:I, s:I, s:s}", "tid", &tid, "process", &proc, "comm", &comm) ||
 		    tid < 0 || tid > INT32_MAX || proc < 0 || (size_t)proc >= p->nr_procs)
-			bad(r, "thread %zu is malformed", i);
+			reader_bad(r, "thread %zu is malformed", i);
 		else
 			profile_add_thread(p, tid, proc, comm);
 	}
+	if (!r->bad)
+		profile_regions_read_tables(r, p, root);
 	if (r->bad)
 		return;
-	a = get_array(r, sa, "time_us_delta", 0, false);
+	a = reader_array(r, sa, "time_us_delta", 0, false);
 	n = a ? json_array_size(a) : 0;
-	b = get_array(r, sa, "thread", n, true);
-	c = get_array(r, sa, "stack", n, true);
+	b = reader_array(r, sa, "thread", n, true);
+	c = reader_array(r, sa, "stack", n, true);
 	/* optional, added without a version bump: wall-mode files have it */
-	d = json_object_get(sa, "state") ? get_array(r, sa, "state", n, true) : NULL;
+	d = json_object_get(sa, "state") ? reader_array(r, sa, "state", n, true) : NULL;
+	/* likewise: files with regions have it */
+	e = json_object_get(sa, "region") ? reader_array(r, sa, "region", n, true) : NULL;
 	if (r->bad)
 		return;
 	if (n && (!p->nr_threads || !p->nr_stacks)) {
-		bad(r, "samples refer to empty thread or stack tables");
+		reader_bad(r, "samples refer to empty thread or stack tables");
 		return;
 	}
 	p->samples = xmalloc(st_mult(n ? n : 1, sizeof(*p->samples)));
 	p->alloc_samples = n ? n : 1;
 	for (size_t i = 0; !r->bad && i < n; i++) {
-		json_int_t dt = get_int_at(r, a, i, -(json_int_t)t_us, INT64_MAX / 2, "sample time");
-		uint32_t th = get_int_at(r, b, i, 0, (json_int_t)p->nr_threads - 1, "sample thread");
-		uint32_t sk = get_int_at(r, c, i, 0, (json_int_t)p->nr_stacks - 1, "sample stack");
-		enum profile_state state = d ? (enum profile_state)get_int_at(r, d, i, 0, PROFILE_STATE_NR - 1,
+		json_int_t dt = reader_int_at(r, a, i, -(json_int_t)t_us, INT64_MAX / 2, "sample time");
+		uint32_t th = reader_int_at(r, b, i, 0, (json_int_t)p->nr_threads - 1, "sample thread");
+		uint32_t sk = reader_int_at(r, c, i, 0, (json_int_t)p->nr_stacks - 1, "sample stack");
+		enum profile_state state = d ? (enum profile_state)reader_int_at(r, d, i, 0, PROFILE_STATE_NR - 1,
 									     "sample state") : PROFILE_STATE_UNKNOWN;
 
 		if (dt > (json_int_t)(UINT64_MAX / 1000 - t_us)) {
-			bad(r, "sample time %zu is out of range", i);
+			reader_bad(r, "sample time %zu is out of range", i);
 			break;
 		}
 		t_us += dt;
 		profile_add_sample(p, t_us * 1000, th, sk, (uint32_t)p->meta.period_ns, state);
+		if (e) {
+			json_int_t rg = reader_int_at(r, e, i, -1, (json_int_t)p->nr_region_nodes - 1,
+						      "sample region");
+
+			p->samples[p->nr_samples - 1].region = rg < 0 ? PROFILE_NONE : (uint32_t)rg;
+		}
 	}
 }
 
@@ -425,10 +428,11 @@ struct profile *profile_read_mem(const void *buf, size_t len, char *err, size_t 
 	}
 	p = profile_new();
 	if (!json_is_object(json_object_get(root, "meta"))) {
-		bad(&r, "field 'meta' is missing");
+		reader_bad(&r, "field 'meta' is missing");
 	} else {
 		read_meta(p, json_object_get(root, "meta"));
 		read_pythons(&r, p, json_object_get(root, "meta"));
+		profile_regions_read_meta(p, json_object_get(root, "meta"));
 		read_tables(&r, p, root);
 	}
 	if (r.bad) {

@@ -11,7 +11,8 @@
 
 /*
  * Every CHUNK samples the in-memory array is written to the end of the
- * file as one run and emptied (runs lie end to end from offset 0). The file is unlinked from the start, so
+ * file as one run and emptied (runs lie one after another from offset 0;
+ * profile_drop_samples() may leave gaps). The file is unlinked from the start, so
  * nothing is left behind whatever happens to proftool. Runs are sorted by
  * profile_sort_samples() and read back by a k-way merge, which keeps the
  * whole in time order with one small buffer per run.
@@ -29,6 +30,7 @@ struct profile_spill {
 	struct spill_run *runs;
 	size_t nr_runs, alloc_runs;
 	size_t nr;              /* samples in the file */
+	off_t end;              /* where the next run goes (runs shrink where they lie) */
 	int err;                /* samples could not be read back: they are lost */
 };
 
@@ -92,8 +94,13 @@ static void spill_abandon(struct profile *p)
 	struct profile_spill *sp = p->spill;
 	size_t total = sp->nr + p->nr_samples;
 	struct profile_sample *all = xmalloc(st_mult(total ? total : 1, sizeof(*all)));
-	int ret = pio(sp->fd, all, sp->nr * sizeof(*all), 0, false);
+	size_t at = 0;
+	int ret = 0;
 
+	for (size_t r = 0; r < sp->nr_runs && !ret; r++) {
+		ret = pio(sp->fd, all + at, sp->runs[r].n * sizeof(*all), sp->runs[r].off, false);
+		at += sp->runs[r].n;
+	}
 	if (ret < 0) {
 		/* kept, so that profile_write() says the samples are lost */
 		sp->err = ret == -ENOSPC ? -EIO : ret;
@@ -120,7 +127,7 @@ void profile_spill_maybe(struct profile *p)
 		sp->failed = true;
 		return;
 	}
-	off = (off_t)(sp->nr * sizeof(*p->samples));
+	off = sp->end;
 	ret = pio(sp->fd, p->samples, p->nr_samples * sizeof(*p->samples), off, true);
 	if (ret < 0) {
 		spill_abandon(p);
@@ -129,6 +136,7 @@ void profile_spill_maybe(struct profile *p)
 	ALLOC_GROW(sp->runs, sp->nr_runs + 1, sp->alloc_runs);
 	sp->runs[sp->nr_runs++] = (struct spill_run){ off, p->nr_samples };
 	sp->nr += p->nr_samples;
+	sp->end += (off_t)(p->nr_samples * sizeof(*p->samples));
 	p->nr_samples = 0;
 }
 
@@ -200,6 +208,51 @@ void profile_map_samples(struct profile *p, void (*fn)(struct profile_sample *s,
 
 	spill_rewrite(p, map_run, &m);
 	map_run(p->samples, p->nr_samples, &m);
+}
+
+struct keep_arg {
+	bool (*keep)(const struct profile_sample *s, void *arg);
+	void *arg;
+};
+
+/* Compacts S[0..N) to the samples KEEP accepts; returns how many. */
+static size_t keep_run(struct profile_sample *s, size_t n, const struct keep_arg *k)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (k->keep(&s[i], k->arg))
+			s[out++] = s[i];
+	return out;
+}
+
+void profile_drop_samples(struct profile *p, bool (*keep)(const struct profile_sample *s, void *arg),
+			  void *arg)
+{
+	struct keep_arg k = { keep, arg };
+	struct profile_spill *sp = p->spill;
+	struct profile_sample *buf;
+
+	p->nr_samples = keep_run(p->samples, p->nr_samples, &k);
+	if (!sp || !sp->nr_runs)
+		return;
+	/* a run shrinks where it lies: the offsets of the others stay */
+	buf = xmalloc(st_mult(sp->chunk, sizeof(*buf)));
+	for (size_t r = 0; r < sp->nr_runs && !sp->err; r++) {
+		struct spill_run *run = &sp->runs[r];
+		int ret = pio(sp->fd, buf, run->n * sizeof(*buf), run->off, false);
+		size_t n;
+
+		if (!ret) {
+			n = keep_run(buf, run->n, &k);
+			ret = n ? pio(sp->fd, buf, n * sizeof(*buf), run->off, true) : 0;
+			sp->nr -= run->n - n;
+			run->n = n;
+		}
+		if (ret < 0)
+			sp->err = ret == -ENOSPC ? -EIO : ret;
+	}
+	free(buf);
 }
 
 int profile_sample_cmp(const void *a, const void *b)

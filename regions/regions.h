@@ -61,4 +61,21 @@ int rgn_parse(struct rgn_set *s, const uint8_t *buf, size_t len);
 /* Reads every *.rgn file of DIR into S: 0, or a negative errno when DIR cannot be read. */
 int rgn_read_dir(struct rgn_set *s, const char *dir);
 
+/*
+ * Joins the events of S with P, recorded from START_NS to END_NS
+ * (CLOCK_MONOTONIC): per thread (by pid and tid; every writer's events
+ * merged by time) its regions become instances in P nested by path, its
+ * marks marks; an end closes the innermost open region of its name (the
+ * regions opened inside it and not ended close with it, counted
+ * unbalanced; an end with nothing to close is counted and left out); a
+ * region still open when its thread's events and samples end is closed
+ * there and flagged PROFILE_REGION_OPEN_AT_EXIT. PAUSE..RESUME of any
+ * process pause the whole recording: those spans go into P's pauses, the
+ * samples in them are dropped and the regions and marks begun in them
+ * are left out. Every sample gets the innermost region its thread was in.
+ * A thread with events and no sample gets an entry of its own. S's
+ * counts go into P's meta.
+ */
+void rgn_join(struct profile *p, struct rgn_set *s, uint64_t start_ns, uint64_t end_ns);
+
 #endif

@@ -64,6 +64,23 @@ void report_write_tree(FILE *out, const struct profile *p, const struct report_o
 int report_write_calls(FILE *out, const struct profile *p, const struct report_opts *o,
 		       const bool *keep);
 
+/* regions.c: the region table (count, total, self, mean, min, max, %wall, cpu); -ENOMSG without regions. */
+int report_write_regions(FILE *out, const struct profile *p, const struct report_opts *o,
+			 const bool *keep);
+
+/* regions.c: "Region NAME: N paths, C instances, total, cpu" for a report of o->filter.region. */
+void report_write_region_line(FILE *out, const struct profile *p, const struct report_opts *o,
+			      const bool *keep);
+/*
+ * regions.c: --by-region: for every region path (by path), its figures and
+ * SECTION of the samples KEEP accepts inside it. -ENODATA when no region
+ * had a sample.
+ */
+int report_write_by_region(FILE *out, const struct profile *p, const struct report_opts *o,
+			   const bool *keep,
+			   void (*section)(FILE *out, const struct profile *p,
+					   const struct report_opts *o, const bool *keep));
+
 /* ---- whole-profile formats; each returns 0 or a negative errno ---- */
 
 /* json.c: the aggregated profile (FILTER chose KEEP; the meta says how), and hierarchical timers. */

@@ -32,25 +32,37 @@ static bool thread_matches(const struct profile *p, uint32_t t, const struct rep
 	return true;
 }
 
+bool *report_threads_matching(const struct profile *p, const struct report_filter *f)
+{
+	bool *ok = xcalloc(p->nr_threads + 1, sizeof(*ok));
+
+	for (size_t t = 0; t < p->nr_threads; t++)
+		ok[t] = thread_matches(p, t, f);
+	return ok;
+}
+
 bool *report_select_samples(const struct profile *p, const struct report_filter *f,
 			    uint32_t only_thread, uint32_t only_process, uint64_t *kept)
 {
-	bool *thread_ok = xcalloc(p->nr_threads + 1, sizeof(*thread_ok));
+	bool *thread_ok = report_threads_matching(p, f);
 	bool *keep = xcalloc(p->nr_samples + 1, sizeof(*keep));
+	size_t named;
+	bool *inside = f->region ? report_region_inside(p, f->region, &named) : NULL;
 
 	for (size_t t = 0; t < p->nr_threads; t++)
-		thread_ok[t] = thread_matches(p, t, f) &&
-			       (only_thread == PROFILE_NONE || only_thread == t) &&
+		thread_ok[t] = thread_ok[t] && (only_thread == PROFILE_NONE || only_thread == t) &&
 			       (only_process == PROFILE_NONE || only_process == p->threads[t].process);
 	*kept = 0;
 	for (size_t i = 0; i < p->nr_samples; i++) {
-		uint64_t t = p->samples[i].time_ns;
+		const struct profile_sample *s = &p->samples[i];
 
-		keep[i] = thread_ok[p->samples[i].thread] && t >= f->from_ns &&
-			  (!f->to_ns || t < f->to_ns) && (!f->state || p->samples[i].state == f->state);
+		keep[i] = thread_ok[s->thread] && s->time_ns >= f->from_ns &&
+			  (!f->to_ns || s->time_ns < f->to_ns) && (!f->state || s->state == f->state) &&
+			  (!inside || (s->region != PROFILE_NONE && inside[s->region]));
 		*kept += keep[i];
 	}
 	free(thread_ok);
+	free(inside);
 	return keep;
 }
 

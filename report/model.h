@@ -111,6 +111,51 @@ struct report_folded *report_folded_lines(const struct profile *p, const bool *k
 					  const char *prefix, size_t *nr);
 void report_folded_free(struct report_folded *lines, size_t nr);
 
+/* Per thread of P: whether F's --pid/--tid/--comm keep it (an array to free). */
+bool *report_threads_matching(const struct profile *p, const struct report_filter *f);
+
+/* ---- regions.c: region paths and their statistics ---- */
+
+/* "outer/inner" (names as profile_region_label gives them) into BUF; returns the whole length. */
+size_t report_region_path(const struct profile *p, uint32_t node, char *buf, size_t n);
+
+/*
+ * Per region node: whether it is inside a region SPEC names (a name, a
+ * path "a/b" a node's path ends with, "/a/b" from a thread's top), itself
+ * or below. *NAMED receives how many nodes SPEC named. An array to free.
+ */
+bool *report_region_inside(const struct profile *p, const char *spec, size_t *named);
+
+enum report_region_split { REPORT_SPLIT_NONE, REPORT_SPLIT_THREAD, REPORT_SPLIT_PROCESS };
+
+/* One region path's figures (per thread or process when split). */
+struct report_region_row {
+	uint32_t node;
+	uint32_t group;         /* the thread or process, PROFILE_NONE when not split */
+	uint64_t count;         /* instances */
+	uint64_t total_ns, self_ns, min_ns, max_ns; /* wall time; self less nested regions' */
+	uint64_t samples, cpu_ns; /* samples inside it (nested regions' too), their weight */
+	uint64_t open;          /* instances open at exit */
+	size_t path;            /* for the writer */
+};
+
+struct report_region_totals {
+	uint64_t instances, regions, threads, marks;
+};
+
+/* Whether instance R is kept by F's thread and time filters (THREAD_OK from report_threads_matching). */
+bool report_region_kept(const struct profile *p, const struct profile_region *r,
+			const struct report_filter *f, const bool *thread_ok);
+
+/*
+ * A row per region path (and thread or process, SPLIT) of the instances F
+ * keeps, with the CPU time of the samples KEEP accepts inside each; in no
+ * order. *NR rows; TOT the totals. An array to free.
+ */
+struct report_region_row *report_region_stats(const struct profile *p, const struct report_filter *f,
+					      const bool *keep, enum report_region_split split,
+					      size_t *nr, struct report_region_totals *tot);
+
 /* ---- summary.c: the figures of the header ---- */
 
 /* Why some stacks ended before a thread's entry, and how many. */

@@ -20,6 +20,7 @@ static const struct {
 	{ "tree", REPORT_TREE },
 	{ "callers", REPORT_CALLERS },
 	{ "callees", REPORT_CALLEES },
+	{ "regions", REPORT_REGIONS },
 	{ "json", REPORT_JSON },
 	{ "timers", REPORT_TIMERS },
 	{ "speedscope", REPORT_SPEEDSCOPE },
@@ -92,9 +93,25 @@ static int write_export(FILE *out, const struct profile *p, const struct report_
 int report_write(FILE *out, const struct profile *p, const struct report_opts *o)
 {
 	uint64_t kept;
-	bool *keep = report_select_samples(p, &o->filter, PROFILE_NONE, PROFILE_NONE, &kept);
+	bool *keep;
 	int ret = 0;
 
+	if (o->filter.region) {
+		size_t named;
+
+		free(report_region_inside(p, o->filter.region, &named));
+		if (!named)
+			return -ESRCH;
+	}
+	keep = report_select_samples(p, &o->filter, PROFILE_NONE, PROFILE_NONE, &kept);
+	if (o->format == REPORT_REGIONS) {
+		/* the regions are the report: a profile may have them and no sample */
+		if (kept)
+			report_write_header(out, p, o, keep);
+		ret = report_write_regions(out, p, o, keep);
+		free(keep);
+		return ret < 0 ? ret : ferror(out) ? -EIO : 0;
+	}
 	if (!kept) {
 		free(keep);
 		return -ENODATA;
@@ -112,7 +129,11 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 	}
 	if (o->format != REPORT_FOLDED)
 		report_write_header(out, p, o, keep);
-	if (!o->per_thread && !o->per_process) {
+	if (o->filter.region && o->format != REPORT_FOLDED)
+		report_write_region_line(out, p, o, keep);
+	if (o->by_region) {
+		ret = report_write_by_region(out, p, o, keep, report_write_table);
+	} else if (!o->per_thread && !o->per_process) {
 		ret = write_section(out, p, o, keep, NULL);
 	} else {
 		size_t nr = o->per_thread ? p->nr_threads : p->nr_procs;

@@ -16,6 +16,7 @@ enum report_format {
 	REPORT_TREE,
 	REPORT_CALLERS,
 	REPORT_CALLEES,
+	REPORT_REGIONS,    /* the named regions' table */
 	/* whole-profile formats: no header, no per-thread sections */
 	REPORT_JSON,       /* the aggregated profile (docs/report-json.md) */
 	REPORT_TIMERS,     /* hierarchical timers: total/self/count/children */
@@ -38,6 +39,18 @@ enum report_sort {
 	REPORT_SORT_NFL,
 };
 
+/* --format regions: MXNet's keys, and self, cpu */
+enum report_region_sort {
+	REPORT_RSORT_TOTAL,
+	REPORT_RSORT_AVG,
+	REPORT_RSORT_MIN,
+	REPORT_RSORT_MAX,
+	REPORT_RSORT_COUNT,
+	REPORT_RSORT_SELF,
+	REPORT_RSORT_CPU,
+	REPORT_RSORT_NAME,
+};
+
 /* Which samples to keep; a zero/NULL field keeps everything. */
 struct report_filter {
 	int32_t pid;
@@ -45,6 +58,7 @@ struct report_filter {
 	const char *comm;       /* thread or process name */
 	uint64_t from_ns, to_ns; /* time since the start; to_ns 0 = to the end */
 	uint8_t state;          /* enum profile_state; PROFILE_STATE_UNKNOWN = any */
+	const char *region;     /* only samples inside this region (a name or a/b path) */
 };
 
 struct report_opts {
@@ -56,6 +70,8 @@ struct report_opts {
 	double min_percent;     /* tree: fold nodes below this share of samples */
 	const char *match;      /* callers/callees: only functions matching this POSIX ERE */
 	bool lines;             /* table, tree, callers, callees: a row per source line (location) */
+	enum report_region_sort region_sort; /* --format regions */
+	bool by_region;         /* table: one section per region path */
 	struct report_filter filter;
 	const char *const *inputs; /* file names, for the header */
 	size_t nr_inputs;
@@ -64,11 +80,13 @@ struct report_opts {
 /* Parse user spellings, aliases included; 0 or -EINVAL. */
 int report_sort_parse(const char *s, enum report_sort *out);
 int report_format_parse(const char *s, enum report_format *out);
+int report_region_sort_parse(const char *s, enum report_region_sort *out);
 
 /*
  * Writes the report of P to OUT. Returns 0, -ENODATA when no sample
- * passes the filter, -ENOENT when no function matches o->match, or a
- * negative errno from writing.
+ * passes the filter, -ENOENT when no function matches o->match, -ESRCH
+ * when no region is named o->filter.region, -ENOMSG for --format regions
+ * of a profile without regions, or a negative errno from writing.
  */
 int report_write(FILE *out, const struct profile *p, const struct report_opts *o);
 
