@@ -195,6 +195,15 @@ static void keep_profiled(struct rgn_set *s, const struct profile *p)
 	s->nr_threads = out;
 }
 
+/* Whether process PID still runs (a zombie does not). */
+static bool alive(int32_t pid)
+{
+	char buf[1024];
+	const char *f = proc_stat_fields(pid, 0, buf, sizeof(buf));
+
+	return f && f[0] != 'Z' && f[0] != 'X';
+}
+
 void regions_finish(struct regions_run *rr, struct profile *p, uint64_t start_ns, uint64_t end_ns)
 {
 	struct rgn_set s;
@@ -214,7 +223,7 @@ void regions_finish(struct regions_run *rr, struct profile *p, uint64_t start_ns
 		      s.bad_files == 1 ? "" : "s", rr->dir, s.bad_files == 1 ? "is" : "are",
 		      s.bad_files == 1 ? "was" : "were");
 	if (!ret)
-		rgn_join(p, &s, start_ns, end_ns);
+		rgn_join(p, &s, start_ns, end_ns, alive);
 	rgn_set_release(&s);
 }
 

@@ -103,6 +103,8 @@ struct profile_region_node {
 };
 
 #define PROFILE_REGION_OPEN_AT_EXIT 1 /* never ended: closed at its thread's last sign of life */
+#define PROFILE_REGION_OPEN_AT_END 2 /* still open when the recording ended: closed there */
+#define PROFILE_REGION_OPEN_AT_START 4 /* begun before the recording (attach): counted from its start */
 
 /* One instance: a region from its begin to its end on one thread. */
 struct profile_region {
@@ -131,6 +133,8 @@ struct profile_region_stats {
 	uint64_t torn;       /* records cut short or malformed (a death mid-write), left out */
 	uint64_t unbalanced; /* ends with no matching begin, or begins closed by an outer end */
 	uint64_t open_at_exit; /* regions never ended, closed at their thread's end and flagged */
+	uint64_t open_at_end; /* regions still open when the recording ended (the process ran on) */
+	uint64_t open_at_start; /* regions begun before the recording started (attach) */
 	uint64_t paused;     /* events left out because the recording was paused */
 };
 

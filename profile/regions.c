@@ -186,6 +186,8 @@ uint32_t *profile_regions_merge(struct profile *dst, const struct profile *src, 
 	d->torn = sat_add(d->torn, s->torn);
 	d->unbalanced = sat_add(d->unbalanced, s->unbalanced);
 	d->open_at_exit = sat_add(d->open_at_exit, s->open_at_exit);
+	d->open_at_end = sat_add(d->open_at_end, s->open_at_end);
+	d->open_at_start = sat_add(d->open_at_start, s->open_at_start);
 	d->paused = sat_add(d->paused, s->paused);
 	free(nmap);
 	return rmap;
@@ -204,12 +206,14 @@ json_t *profile_regions_meta_to_json(const struct profile_meta *m)
 {
 	const struct profile_region_stats *s = &m->regions;
 
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I}",
+	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			 "events", profile_count_int(s->events),
 			 "dropped", profile_count_int(s->dropped),
 			 "torn", profile_count_int(s->torn),
 			 "unbalanced", profile_count_int(s->unbalanced),
 			 "open_at_exit", profile_count_int(s->open_at_exit),
+			 "open_at_end", profile_count_int(s->open_at_end),
+			 "open_at_start", profile_count_int(s->open_at_start),
 			 "paused", profile_count_int(s->paused));
 }
 
@@ -288,19 +292,22 @@ void profile_regions_read_meta(struct profile *p, json_t *meta)
 {
 	json_t *o = json_object_get(meta, "regions");
 	struct profile_region_stats *s = &p->meta.regions;
-	json_int_t v[6] = { 0 };
+	json_int_t v[8] = { 0 };
 
 	if (!json_is_object(o))
 		return;
 	/* figures for the header only: a malformed one reads as 0 */
-	json_unpack(o, "{s?I, s?I, s?I, s?I, s?I, s?I}", "events", &v[0], "dropped", &v[1], "torn", &v[2],
-		    "unbalanced", &v[3], "open_at_exit", &v[4], "paused", &v[5]);
+	json_unpack(o, "{s?I, s?I, s?I, s?I, s?I, s?I, s?I, s?I}", "events", &v[0], "dropped", &v[1],
+		    "torn", &v[2], "unbalanced", &v[3], "open_at_exit", &v[4], "paused", &v[5],
+		    "open_at_end", &v[6], "open_at_start", &v[7]);
 	s->events = v[0] > 0 ? v[0] : 0;
 	s->dropped = v[1] > 0 ? v[1] : 0;
 	s->torn = v[2] > 0 ? v[2] : 0;
 	s->unbalanced = v[3] > 0 ? v[3] : 0;
 	s->open_at_exit = v[4] > 0 ? v[4] : 0;
 	s->paused = v[5] > 0 ? v[5] : 0;
+	s->open_at_end = v[6] > 0 ? v[6] : 0;
+	s->open_at_start = v[7] > 0 ? v[7] : 0;
 }
 
 /* Times are at most INT64_MAX / 2 ns (146 years): sums of two never overflow. */
@@ -321,7 +328,7 @@ static void read_instances(struct reader *r, struct profile *p, json_t *o)
 		uint32_t node = reader_int_at(r, b, i, 0, (json_int_t)p->nr_region_nodes - 1, "region node");
 		json_int_t dt = reader_int_at(r, c, i, -start, TIME_MAX - start, "region start");
 		json_int_t len = reader_int_at(r, d, i, 0, TIME_MAX, "region duration");
-		uint32_t flags = reader_int_at(r, e, i, 0, PROFILE_REGION_OPEN_AT_EXIT, "region flags");
+		uint32_t flags = reader_int_at(r, e, i, 0, PROFILE_REGION_OPEN_AT_END | PROFILE_REGION_OPEN_AT_START, "region flags");
 
 		start += dt;
 		profile_add_region(p, th, node, (uint64_t)start, (uint64_t)start + (uint64_t)len, flags);

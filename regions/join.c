@@ -27,6 +27,7 @@ struct key_threads {
 };
 
 struct join {
+	bool (*alive)(int32_t pid);
 	struct profile *p;
 	struct rgn_set *s;
 	uint64_t start_ns, end_ns;      /* the recording's, CLOCK_MONOTONIC */
@@ -260,6 +261,7 @@ struct open_region {
 	uint32_t node;                  /* the profile's; PROFILE_NONE for one begun while paused */
 	uint32_t under;                 /* the innermost recorded region at its begin */
 	uint64_t start;                 /* relative */
+	bool before;                    /* begun before the recording (attach): counted from its start */
 };
 
 static void transition(struct key_threads *k, uint64_t t, uint32_t node)
@@ -288,8 +290,11 @@ static uint32_t top_node(const struct open_region *st, size_t depth)
 static void close_region(struct join *j, struct key_threads *k, const struct open_region *o,
 			 uint64_t end, uint32_t flags)
 {
-	if (o->node != PROFILE_NONE)
-		profile_add_region(j->p, thread_at(k, o->start), o->node, o->start, end, flags);
+	if (o->node == PROFILE_NONE)
+		return;
+	profile_add_region(j->p, thread_at(k, o->start), o->node, o->start, end,
+			   flags | (o->before ? PROFILE_REGION_OPEN_AT_START : 0));
+	j->p->meta.regions.open_at_start += o->before;
 }
 
 /* One thread's events, begin to end, into instances, marks and transitions. */
@@ -299,6 +304,7 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 	struct open_region *stack = NULL;
 	size_t depth = 0, alloc = 0;
 	uint64_t last = 0;
+	uint32_t end_flag = PROFILE_REGION_OPEN_AT_EXIT;
 
 	for (size_t e = 0; e < k->nr_ev; e++) {
 		const struct rgn_event *ev = &k->ev[e];
@@ -312,7 +318,8 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 			uint32_t under = top_node(stack, depth);
 
 			ALLOC_GROW(stack, depth + 1, alloc);
-			stack[depth] = (struct open_region){ ev->name, PROFILE_NONE, under, t };
+			stack[depth] = (struct open_region){ ev->name, PROFILE_NONE, under, t,
+							     ev->time_ns < j->start_ns };
 			if (paused)
 				st->paused++;
 			else
@@ -332,12 +339,16 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 			while (depth >= at) {
 				if (depth > at)
 					st->unbalanced++;
-				close_region(j, k, &stack[depth - 1], t, 0);
+				/* attach: what ended before the recording is not in it */
+				if (ev->time_ns >= j->start_ns)
+					close_region(j, k, &stack[depth - 1], t, 0);
 				depth--;
 			}
 			transition(k, t, top_node(stack, depth));
 			break;
 		case RGN_MARK:
+			if (ev->time_ns < j->start_ns)
+				break;
 			if (paused)
 				st->paused++;
 			else
@@ -347,13 +358,25 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 			break;                  /* pauses: find_pauses() */
 		}
 	}
-	/* open at the thread's end (an exit, a crash, a kill): closed at its last sign of life */
+	/*
+	 * Open when the recording ended: in a process still running, closed
+	 * there; else at the thread's end (an exit, a crash, a kill), at its
+	 * last sign of life.
+	 */
 	if (last_sample > last)
 		last = last_sample;
+	if (depth && j->alive && j->alive(k->pid))
+		end_flag = PROFILE_REGION_OPEN_AT_END;
+	if (end_flag == PROFILE_REGION_OPEN_AT_END && rel(j, j->end_ns) > last)
+		last = rel(j, j->end_ns);
 	while (depth) {
-		close_region(j, k, &stack[depth - 1], last, PROFILE_REGION_OPEN_AT_EXIT);
-		if (stack[depth - 1].node != PROFILE_NONE)
+		bool counted = stack[depth - 1].node != PROFILE_NONE;
+
+		close_region(j, k, &stack[depth - 1], last, end_flag);
+		if (counted && end_flag == PROFILE_REGION_OPEN_AT_EXIT)
 			st->open_at_exit++;
+		else if (counted)
+			st->open_at_end++;
 		depth--;
 	}
 	transition(k, last, PROFILE_NONE);
@@ -383,9 +406,10 @@ static bool not_paused(const struct profile_sample *s, void *arg)
 	return !in_pause(arg, s->time_ns);
 }
 
-void rgn_join(struct profile *p, struct rgn_set *s, uint64_t start_ns, uint64_t end_ns)
+void rgn_join(struct profile *p, struct rgn_set *s, uint64_t start_ns, uint64_t end_ns,
+	      bool (*alive)(int32_t pid))
 {
-	struct join j = { .p = p, .s = s, .start_ns = start_ns, .end_ns = end_ns };
+	struct join j = { .alive = alive, .p = p, .s = s, .start_ns = start_ns, .end_ns = end_ns };
 	struct profile_region_stats *st = &p->meta.regions;
 
 	index_threads(&j);

@@ -68,14 +68,20 @@ int rgn_read_dir(struct rgn_set *s, const char *dir);
  * marks marks; an end closes the innermost open region of its name (the
  * regions opened inside it and not ended close with it, counted
  * unbalanced; an end with nothing to close is counted and left out); a
- * region still open when its thread's events and samples end is closed
- * there and flagged PROFILE_REGION_OPEN_AT_EXIT. PAUSE..RESUME of any
+ * region still open at the end is closed at END_NS and flagged
+ * PROFILE_REGION_OPEN_AT_END when ALIVE (may be NULL) says its process
+ * still runs, else where its thread's events and samples end, flagged
+ * PROFILE_REGION_OPEN_AT_EXIT. PAUSE..RESUME of any
  * process pause the whole recording: those spans go into P's pauses, the
  * samples in them are dropped and the regions and marks begun in them
- * are left out. Every sample gets the innermost region its thread was in.
+ * are left out. A region begun before START_NS (attach: the program ran
+ * before) counts from START_NS, flagged PROFILE_REGION_OPEN_AT_START; one
+ * that ended before it is left out. Every sample gets the innermost
+ * region its thread was in.
  * A thread with events and no sample gets an entry of its own. S's
  * counts go into P's meta.
  */
-void rgn_join(struct profile *p, struct rgn_set *s, uint64_t start_ns, uint64_t end_ns);
+void rgn_join(struct profile *p, struct rgn_set *s, uint64_t start_ns, uint64_t end_ns,
+	      bool (*alive)(int32_t pid));
 
 #endif

@@ -136,6 +136,8 @@ struct report_region_row {
 	uint64_t total_ns, self_ns, min_ns, max_ns; /* wall time; self less nested regions' */
 	uint64_t samples, cpu_ns; /* samples inside it (nested regions' too), their weight */
 	uint64_t open;          /* instances open at exit */
+	uint64_t open_end;      /* instances open when the recording ended */
+	uint64_t open_start;    /* instances begun before it started (attach) */
 	size_t path;            /* for the writer */
 };
 

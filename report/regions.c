@@ -179,6 +179,8 @@ struct report_region_row *report_region_stats(const struct profile *p, const str
 		row->min_ns = d < row->min_ns ? d : row->min_ns;
 		row->max_ns = d > row->max_ns ? d : row->max_ns;
 		row->open += !!(x->flags & PROFILE_REGION_OPEN_AT_EXIT);
+		row->open_end += !!(x->flags & PROFILE_REGION_OPEN_AT_END);
+		row->open_start += !!(x->flags & PROFILE_REGION_OPEN_AT_START);
 		tot->instances++;
 		tot->threads += !seen_thread[x->thread];
 		seen_thread[x->thread] = true;
@@ -348,6 +350,10 @@ int report_write_regions(FILE *out, const struct profile *p, const struct report
 		tot.marks, tot.marks == 1 ? "" : "s");
 	fprintf(out, "Region events: %" PRIu64 ", dropped %" PRIu64 ", unbalanced %" PRIu64
 		", open at exit %" PRIu64, st->events, st->dropped, st->unbalanced, st->open_at_exit);
+	if (st->open_at_start)
+		fprintf(out, ", open at the start %" PRIu64, st->open_at_start);
+	if (st->open_at_end)
+		fprintf(out, ", open at the end %" PRIu64, st->open_at_end);
 	if (st->torn)
 		fprintf(out, ", torn %" PRIu64, st->torn);
 	fputc('\n', out);
@@ -384,7 +390,8 @@ int report_write_regions(FILE *out, const struct profile *p, const struct report
 		put_seconds(out, x->max_ns);
 		fprintf(out, " %6.1f%%", wall ? 100.0 * x->total_ns / wall : 0.0);
 		put_seconds(out, x->cpu_ns);
-		fprintf(out, "  %s%s\n", c.paths[x->path], x->open ? " [open at exit]" : "");
+		fprintf(out, "  %s%s%s%s\n", c.paths[x->path], x->open ? " [open at exit]" : "",
+			x->open_start ? " [open at the start]" : "", x->open_end ? " [open at the end]" : "");
 		rows++;
 	}
 	if (rows < nr)

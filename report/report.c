@@ -106,6 +106,10 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 	keep = report_select_samples(p, &o->filter, PROFILE_NONE, PROFILE_NONE, &kept);
 	if (o->format == REPORT_REGIONS) {
 		/* the regions are the report: a profile may have them and no sample */
+		if (!p->nr_regions && !p->meta.regions.events && !p->nr_marks) {
+			free(keep);
+			return -ENOMSG;
+		}
 		if (kept)
 			report_write_header(out, p, o, keep);
 		ret = report_write_regions(out, p, o, keep);

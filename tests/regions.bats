@@ -1,0 +1,286 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Named regions end to end: programs mark them (tests/workloads/regions.c through
+# <proftool.h>, tests/workloads/pyregions/nest.py through the Python module), record
+# collects them, report --format regions counts and times them, --region and --by-region
+# keep the samples inside them. Durations are spun on the wall clock by the workloads, so
+# they are exact whatever the machine does; CPU figures are only compared with them.
+
+load helpers
+
+RW=$WORKLOADS/regions
+PYTHON_TREE=$(cd "$BATS_TEST_DIRNAME/../python" && pwd)
+
+setup() {
+	cd "$BATS_TEST_TMPDIR" || return 1
+	unset PROFTOOL_REGIONS PROFTOOL_RT PROFTOOL_REGIONS_MB INTEL_LIBITTNOTIFY64
+}
+
+teardown() {
+	if [ -n "${target:-}" ]; then
+		kill -KILL "$target" 2>/dev/null
+		wait "$target" 2>/dev/null
+	fi
+	return 0
+}
+
+# row PATH [FILE...]: the --format regions row of region path PATH:
+# count total self mean min max %wall cpu (the region column left out)
+row() {
+	local path=$1
+	shift
+	"$PROFTOOL" report --format regions --limit 0 "$@" |
+		awk -v p="$path" '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+\.[0-9]+$/ && NF >= 9 && $9 == p {
+			print $1, $2, $3, $4, $5, $6, $7, $8; found = 1 }
+			END { exit !found }'
+}
+
+# field ROW N: the Nth of row's fields
+field() {
+	echo "$1" | cut -d' ' -f"$2"
+}
+
+# within VALUE EXPECTED PERCENT: |VALUE - EXPECTED| <= PERCENT % of EXPECTED
+within() {
+	awk -v v="$1" -v e="$2" -v p="$3" 'BEGIN { d = v - e; if (d < 0) d = -d; exit !(d <= e * p / 100) }' ||
+		{ echo "$1 is not within $3 % of $2" >&2; return 1; }
+}
+
+# ---- the C API ----
+
+@test "regions: 10 x outer { 5 x inner } counted exactly, totals within 5 %" {
+	# the program's own measure of its regions is the truth: spins stretch on a busy machine
+	"$PROFTOOL" record -q -o nest.data -- "$RW" nest >own
+	read -r _ _ outer _ _ inner <own
+	r=$(row outer nest.data)
+	[ "$(field "$r" 1)" -eq 10 ]
+	within "$(field "$r" 2)" "$outer" 5
+	awk -v t="$outer" 'BEGIN { exit !(t >= 0.110) }'
+	r=$(row outer/inner nest.data)
+	[ "$(field "$r" 1)" -eq 50 ]
+	within "$(field "$r" 2)" "$inner" 5
+	awk -v t="$inner" 'BEGIN { exit !(t >= 0.100) }'
+	# no instance is shorter than its spin
+	awk -v m="$(field "$r" 5)" 'BEGIN { exit !(m >= 0.002) }'
+	# inner is computing all along: its samples' time is most of its wall time
+	awk -v c="$(field "$r" 8)" -v t="$(field "$r" 2)" 'BEGIN { exit !(c >= 0.6 * t && c <= 1.2 * t) }'
+	run "$PROFTOOL" report --format regions nest.data
+	[[ $output == *"Region events: 120, dropped 0, unbalanced 0, open at exit 0"* ]]
+	[[ $output == *"count       total        self        mean         min         max   %wall         cpu  region"* ]]
+}
+
+@test "regions: --region keeps the samples inside the region, in every function report" {
+	"$PROFTOOL" record -q -o nest.data -- "$RW" nest
+	run "$PROFTOOL" report --region inner --format folded nest.data
+	[ "$status" -eq 0 ]
+	[[ $output == *inner_spin* ]]
+	[[ $output != *outer_spin* ]]
+	run "$PROFTOOL" report --region outer --format folded nest.data
+	[[ $output == *inner_spin* && $output == *outer_spin* ]]
+	# a path, and a path from the top
+	[ "$("$PROFTOOL" report --region outer/inner --format folded nest.data)" = \
+	  "$("$PROFTOOL" report --region inner --format folded nest.data)" ]
+	[ "$("$PROFTOOL" report --region /outer/inner --format folded nest.data)" = \
+	  "$("$PROFTOOL" report --region inner --format folded nest.data)" ]
+	run "$PROFTOOL" report --region inner nest.data
+	[[ $output == *"Region inner: 1 path, 50 instances, total 0.1"* ]]
+	[[ $output == *"inner_spin"* && $output != *"outer_spin"* ]]
+	run "$PROFTOOL" report --region inner --format tree nest.data
+	[[ $output == *inner_spin* && $output != *outer_spin* ]]
+}
+
+@test "regions: --by-region prints a function table per region path" {
+	"$PROFTOOL" record -q -o nest.data -- "$RW" nest
+	run "$PROFTOOL" report --by-region --limit 0 nest.data
+	[ "$status" -eq 0 ]
+	[[ $output == *"=== region outer === 10 instances, total 0.1"* ]]
+	[[ $output == *"=== region outer/inner === 50 instances, total 0.1"* ]]
+	# the inner section holds inner_spin and not outer_spin
+	inner=$(echo "$output" | sed -n '/=== region outer\/inner ===/,$p')
+	[[ $inner == *inner_spin* && $inner != *outer_spin* ]]
+}
+
+@test "regions: four threads, each region holds only its own thread's function" {
+	"$PROFTOOL" record -q -o threads.data -- "$RW" threads
+	for k in 0 1 2 3; do
+		r=$(row "t$k" threads.data)
+		[ "$(field "$r" 1)" -eq 20 ]
+		run "$PROFTOOL" report --region "t$k" --format folded threads.data
+		[ "$status" -eq 0 ]
+		[[ $output == *"work_t$k"* ]]
+		for o in 0 1 2 3; do
+			[ "$o" = "$k" ] || [[ $output != *"work_t$o"* ]]
+		done
+	done
+	run "$PROFTOOL" report --format regions --per-thread threads.data
+	[ "$(grep -c '^=== regions (pid [0-9]*, tid [0-9]*) ===$' <<<"$output")" -eq 4 ]
+}
+
+@test "regions: forked and exec'd children record their own regions" {
+	"$PROFTOOL" record -q -o procs.data -- "$RW" procs >/dev/null
+	[ "$(field "$(row parent procs.data)" 1)" -eq 1 ]
+	[ "$(field "$(row parent/in_parent procs.data)" 1)" -eq 4 ]
+	# the forked child starts with no open region of its own
+	[ "$(field "$(row in_child procs.data)" 1)" -eq 4 ]
+	[ "$(field "$(row outer procs.data)" 1)" -eq 10 ]
+	[ "$(field "$(row outer/inner procs.data)" 1)" -eq 50 ]
+	run "$PROFTOOL" report --format regions --per-process procs.data
+	[ "$(grep -c '^=== .* (pid [0-9]*) ===$' <<<"$output")" -eq 3 ]
+	run "$PROFTOOL" report --region in_child --format folded procs.data
+	[[ $output == *child_spin* && $output != *parent_spin* ]]
+}
+
+@test "regions: unbalanced ends are counted, not fatal" {
+	run "$PROFTOOL" record -o unb.data -- "$RW" unbalanced
+	[ "$status" -eq 0 ]
+	run "$PROFTOOL" report --format regions unb.data
+	[[ $output == *"unbalanced 2"* ]]
+	[ "$(field "$(row ok unb.data)" 1)" -eq 3 ]
+	[ "$(field "$(row a unb.data)" 1)" -eq 1 ]
+	[ "$(field "$(row a/b unb.data)" 1)" -eq 1 ]
+}
+
+@test "regions: SIGKILL and abort() inside an open region keep it, closed at the end and flagged" {
+	for how in kill abort; do
+		run "$PROFTOOL" record -q -o "$how.data" -- "$RW" "$how"
+		[ "$status" -eq $([ "$how" = kill ] && echo 137 || echo 134) ]
+		run "$PROFTOOL" report --format regions "$how.data"
+		[[ $output == *"open at exit 1"* ]]
+		[[ $output == *" open [open at exit]"* ]]
+		line=$(grep ' open \[open at exit\]' <<<"$output")
+		[ "$(echo "$line" | awk '{ print $1 }')" -eq 1 ]
+		# it lasted the 100 ms spin, up to the thread's last sample (a ms or a few before its death)
+		awk -v t="$(echo "$line" | awk '{ print $2 }')" 'BEGIN { exit !(t >= 0.08 && t < 5) }'
+	done
+}
+
+@test "regions: 1,000,000 empty regions are counted exactly, none dropped" {
+	"$PROFTOOL" record -q -o many.data -- "$RW" many 1000000
+	r=$(row tiny many.data)
+	[ "$(field "$r" 1)" -eq 1000000 ]
+	run "$PROFTOOL" report --format regions many.data
+	[[ $output == *"Region events: 2000001, dropped 0, unbalanced 0, open at exit 0"* ]]
+	[[ $output == *"1 mark"* ]]
+}
+
+@test "regions: proftool_pause/resume leave out the samples and regions of the paused span" {
+	"$PROFTOOL" record -q -o pause.data -- "$RW" pause
+	run "$PROFTOOL" report --format folded pause.data
+	[[ $output == *before_spin* && $output == *after_spin* ]]
+	[[ $output != *paused_spin* ]]
+	run "$PROFTOOL" report --format regions pause.data
+	[[ $output == *"Paused 1 time, 0.1"* ]]
+	[[ $output != *paused_region* ]]
+}
+
+@test "regions: domains group the table; marks are counted" {
+	"$PROFTOOL" record -q -o dom.data -- "$RW" domains
+	run "$PROFTOOL" report --format regions dom.data
+	[[ $output == *"Domain net"* ]]
+	[[ $output == *"5 marks"* ]]
+	[ "$(field "$(row step dom.data)" 1)" -eq 10 ]
+	[ "$(field "$(row net::step dom.data)" 1)" -eq 10 ]
+	run "$PROFTOOL" report --region net::step --format folded dom.data
+	[ "$status" -eq 0 ]
+}
+
+@test "regions: --sort orders the rows by MXNet's keys" {
+	"$PROFTOOL" record -q -o nest.data -- "$RW" nest
+	first() {
+		"$PROFTOOL" report --format regions --sort "$1" nest.data | awk '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+\.[0-9]+$/ && NF >= 9 { print $9; exit }'
+	}
+	[ "$(first total)" = outer ]
+	[ "$(first count)" = outer/inner ]
+	[ "$(first avg)" = outer ]
+	[ "$(first self)" = outer/inner ]
+	[ "$(first min)" = outer ]
+	[ "$(first max)" = outer ]
+	[ "$(first name)" = outer ]
+	run "$PROFTOOL" report --format regions --sort cumtime nest.data
+	[ "$status" -eq 2 ]
+	[[ $output == "proftool: unknown sort key 'cumtime' for --format regions"* ]]
+}
+
+@test "regions: merged profiles add their regions up" {
+	"$PROFTOOL" record -q -o a.data -- "$RW" nest
+	"$PROFTOOL" record -q -o b.data -- "$RW" nest
+	[ "$(field "$(row outer/inner a.data b.data)" 1)" -eq 100 ]
+	[ "$(field "$(row outer a.data b.data)" 1)" -eq 20 ]
+}
+
+@test "regions: --regions off records none; errors say what to do" {
+	"$PROFTOOL" record -q --regions off -o off.data -- "$RW" nest
+	run "$PROFTOOL" report --format regions off.data
+	[ "$status" -eq 1 ]
+	[[ $output == "proftool: the profile has no regions"* ]]
+	run "$PROFTOOL" report --region inner off.data
+	[ "$status" -eq 1 ]
+	[[ $output == "proftool: no region is named 'inner'"* ]]
+	run "$PROFTOOL" record --regions bogus -- true
+	[ "$status" -eq 2 ]
+	[[ $output == "proftool: --regions takes auto, itt, all or off, not 'bogus'"* ]]
+	"$PROFTOOL" record -q -o nest.data -- "$RW" nest
+	run "$PROFTOOL" report --by-region --format tree nest.data
+	[ "$status" -eq 2 ]
+	run "$PROFTOOL" report --region nope nest.data
+	[ "$status" -eq 1 ]
+	[[ $output == "proftool: no region is named 'nope'; 'proftool report --format regions' lists them" ]]
+}
+
+@test "regions: record leaves no directory behind" {
+	export TMPDIR=$BATS_TEST_TMPDIR/tmp
+	mkdir "$TMPDIR"
+	"$PROFTOOL" record -q -o nest.data -- "$RW" nest
+	"$PROFTOOL" record -q -o kill.data -- "$RW" kill || true
+	[ -z "$(ls -A "$TMPDIR")" ]
+}
+
+@test "regions: attach reads the regions of a program started with them" {
+	mkdir rgn
+	PROFTOOL_REGIONS=$BATS_TEST_TMPDIR/rgn PROFTOOL_RT=$(dirname "$PROFTOOL")/libproftool-rt.so \
+		"$RW" nest 100 >/dev/null &
+	target=$!
+	# the program has written its first events: it runs
+	for _ in $(seq 200); do
+		[ -n "$(ls rgn)" ] && break
+		sleep 0.05
+	done
+	"$PROFTOOL" attach -q --duration 1 -o att.data "$target"
+	kill -KILL "$target"
+	wait "$target" 2>/dev/null || true
+	target=
+	run "$PROFTOOL" report --format regions att.data
+	r=$(grep ' outer/inner' <<<"$output")
+	# 200 ms each at this scale: a second holds a few, those it cut counted from its start
+	# or to its end, and flagged
+	[ "$(echo "$r" | awk '{ print $1 }')" -ge 1 ]
+	[ "$(echo "$r" | awk '{ print $1 }')" -le 10 ]
+	awk -v t="$(echo "$r" | awk '{ print $2 }')" 'BEGIN { exit !(t <= 1.2) }'
+	[[ $output == *"outer"*"[open at the start]"* ]]
+	[[ $output == *"[open at the end]"* ]]
+	[[ $output == *", open at the start "[12]", open at the end "[12]* ]]
+	# the directory is the program's: attach leaves it
+	[ -n "$(ls rgn)" ]
+}
+
+# ---- Python ----
+
+@test "regions: Python regions, one computing and one sleeping; workers' regions" {
+	need "$PYTHON3" python3
+	PYTHONPATH=$PYTHON_TREE "$PROFTOOL" record -q -o py.data -- "$PYTHON3" \
+		"$BATS_TEST_DIRNAME/workloads/pyregions/nest.py"
+	[ "$(field "$(row step py.data)" 1)" -eq 10 ]
+	c=$(row step/compute py.data)
+	w=$(row step/wait py.data)
+	[ "$(field "$c" 1)" -eq 50 ]
+	[ "$(field "$w" 1)" -eq 50 ]
+	within "$(field "$c" 2)" 0.200 10
+	# computing: cpu near its wall time; sleeping: near none
+	awk -v c="$(field "$c" 8)" -v t="$(field "$c" 2)" 'BEGIN { exit !(c >= 0.6 * t) }'
+	awk -v c="$(field "$w" 8)" -v t="$(field "$w" 2)" 'BEGIN { exit !(c <= 0.15 * t) }'
+	[ "$(field "$(row worker py.data)" 1)" -eq 8 ]
+	run "$PROFTOOL" report --region compute --format folded py.data
+	[[ $output == *"nest.py:15(compute)"* && $output != *"(worker_spin)"* ]]
+	run "$PROFTOOL" report --region worker --format folded py.data
+	[[ $output == *"(worker_spin)"* && $output != *"(compute)"* ]]
+}
