@@ -328,7 +328,9 @@ static void read_instances(struct reader *r, struct profile *p, json_t *o)
 		uint32_t node = reader_int_at(r, b, i, 0, (json_int_t)p->nr_region_nodes - 1, "region node");
 		json_int_t dt = reader_int_at(r, c, i, -start, TIME_MAX - start, "region start");
 		json_int_t len = reader_int_at(r, d, i, 0, TIME_MAX, "region duration");
-		uint32_t flags = reader_int_at(r, e, i, 0, PROFILE_REGION_OPEN_AT_END | PROFILE_REGION_OPEN_AT_START, "region flags");
+		uint32_t flags = reader_int_at(r, e, i, 0, PROFILE_REGION_OPEN_AT_EXIT |
+					       PROFILE_REGION_OPEN_AT_END | PROFILE_REGION_OPEN_AT_START,
+					       "region flags");
 
 		start += dt;
 		profile_add_region(p, th, node, (uint64_t)start, (uint64_t)start + (uint64_t)len, flags);
