@@ -239,7 +239,7 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 	    report_region_sort_parse(o->sort, &o->ro.region_sort) < 0)
 		return usage_error("report", "unknown sort key '%s' for --format regions (use total, avg, min, max, count, self, cpu or name)", o->sort);
 	if (o->sort && o->ro.format != REPORT_REGIONS && report_sort_parse(o->sort, &o->ro.sort) < 0)
-		return usage_error("report", "unknown sort key '%s' (use cumtime, tottime, nsamples, name, filename or nfl; total, avg, min, max, count, self go with --format regions)", o->sort);
+		return usage_error("report", "unknown sort key '%s' (use cumtime, tottime, nsamples, name, filename or nfl); --format regions sorts by total, avg, min, max, count, self, cpu or name", o->sort);
 	if (o->ro.by_region && o->ro.format != REPORT_TABLE)
 		return usage_error("report", "--by-region goes with --format table");
 	if (o->ro.by_region && (o->ro.per_thread || o->ro.per_process))

@@ -15,15 +15,16 @@ _proftool_options()
 {
 	case $1 in
 	record | attach)
-		opts='-o -F -g --stack-size --user-only -e --backend --mode --python --duration -q -h
-			--help'
-		args='-o -F -g --stack-size -e --backend --mode --python --duration'
+		opts='-o -F -g --stack-size --user-only -e --backend --mode --python --regions --duration
+			-q -h --help'
+		args='-o -F -g --stack-size -e --backend --mode --python --regions --duration'
 		;;
 	report)
 		opts='-i --sort --format --min-percent --match --lines --limit --per-thread
-			--per-process --time-range --pid --tid --comm --state -o -h --help'
+			--per-process --time-range --pid --tid --comm --state --region --by-region -o -h
+			--help'
 		args='-i --sort --format --min-percent --match --limit --time-range --pid --tid
-			--comm --state -o'
+			--comm --state --region -o'
 		;;
 	diff)
 		opts='--format --limit -o -h --help'
@@ -62,12 +63,19 @@ _proftool_values()
 	--backend) values='auto perf ptrace' ;;
 	--mode) values='cpu wall' ;;
 	--python) values='auto off' ;;
-	--sort) values='cumtime cumulative tottime time nsamples ncalls calls name filename nfl' ;;
+	--regions) values='auto itt all off' ;;
+	--sort)
+		if [[ " ${COMP_WORDS[*]} " == *" --format regions "* || " ${COMP_WORDS[*]} " == *" --format=regions "* ]]; then
+			values='total avg mean min max count self cpu name'
+		else
+			values='cumtime cumulative tottime time nsamples ncalls calls name filename nfl'
+		fi
+		;;
 	--format)
 		if [[ $1 == diff ]]; then
 			values='table folded svg html'
 		else
-			values='table tree callers callees folded json timers speedscope chrome pprof svg html'
+			values='table tree callers callees folded regions json timers speedscope chrome pprof svg html'
 		fi
 		;;
 	--state) values='on-cpu off-cpu' ;;

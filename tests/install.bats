@@ -245,7 +245,7 @@ values_in_error() {
 check_values() {
 	local cmd_opt cmd opt v named offered
 
-	for cmd_opt in record:-g record:-e record:--backend record:--mode record:--python attach:-g attach:--mode \
+	for cmd_opt in record:-g record:-e record:--backend record:--mode record:--python record:--regions attach:-g attach:--mode \
 		report:--sort report:--format report:--state diff:--format; do
 		cmd=${cmd_opt%%:*} opt=${cmd_opt#*:}
 		named=$(values_in_error "$cmd" "$opt")
