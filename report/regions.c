@@ -146,6 +146,7 @@ struct report_region_row *report_region_stats(const struct profile *p, const str
 	size_t *stack = xmalloc(st_mult(p->nr_regions + 1, sizeof(*stack))), depth = 0;
 	bool *seen_thread = xcalloc(p->nr_threads + 1, 1), *seen_node = xcalloc(p->nr_region_nodes + 1, 1);
 	struct rows r = { 0 };
+	bool wall = p->meta.mode && !strcmp(p->meta.mode, "wall");
 
 	memset(tot, 0, sizeof(*tot));
 	/* a region's self time: its duration less its children's, on its own thread */
@@ -187,12 +188,16 @@ struct report_region_row *report_region_stats(const struct profile *p, const str
 		tot->regions += !seen_node[x->node];
 		seen_node[x->node] = true;
 	}
-	/* the samples inside each region: its own and its nested regions' */
+	/*
+	 * The samples inside each region: its own and its nested regions'; in
+	 * wall mode those that found the thread on a CPU.
+	 */
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		const struct profile_sample *s = &p->samples[i];
 		uint32_t g;
 
-		if (!keep[i] || s->region == PROFILE_NONE)
+		if (!keep[i] || s->region == PROFILE_NONE ||
+		    (wall && s->state != PROFILE_STATE_ON_CPU))
 			continue;
 		g = group_of(p, s->thread, split);
 		for (uint32_t a = s->region; a != PROFILE_NONE; a = p->region_nodes[a].parent) {
