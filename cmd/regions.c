@@ -154,7 +154,7 @@ int regions_prepare_attach(struct regions_run *rr, pid_t pid)
 	}
 	/* relative to the program's working directory, which is not ours */
 	path = xmalloc(strlen(dir) + 64);
-	sprintf(path, "/proc/%d/cwd/%s", (int)pid, dir);
+	snprintf(path, strlen(dir) + 64, "/proc/%d/cwd/%s", (int)pid, dir);
 	rr->dir = realpath(path, NULL);
 	if (!rr->dir)
 		rr->dir = xstrdup(path);
