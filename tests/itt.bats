@@ -183,7 +183,8 @@ balanced() {
 	local f
 	f=$(echo rgn/*.rgn)
 	per_thread "$f" | awk '{ print $2, $3, $4 }' >got.txt
-	printf '%s\n' 'begin ittclient::bench/pair 100001' 'end ittclient::bench/pair 100001' | diff - got.txt
+	printf '%s\n' 'begin ittclient::bench/pair 100001' 'begin ittclient::bench/push 100000' \
+		'end ittclient::bench/pair 100001' 'end ittclient::bench/push 100000' | diff - got.txt
 	[ "$(header dropped "$f")" = 0 ]
 }
 

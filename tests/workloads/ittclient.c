@@ -15,8 +15,10 @@
  *                     child; prints "main TID", "worker TID", "child PID"
  *   ittclient off     INTEL_LIBITTNOTIFY64 set, PROFTOOL_REGIONS unset: the
  *                     collector must leave every pointer at its null_func
- *   ittclient bench N N task begin/end pairs in one domain through the macros;
- *                     prints "ns_per_pair X" (with or without a collector)
+ *   ittclient bench N N task begin/end pairs "pair" in one domain through the
+ *                     macros, then N more "push", each after asking for its
+ *                     string handle by text (as PyTorch does); prints "ns_per_pair X"
+ *                     and "ns_per_push X" (with or without a collector)
  *
  * What "run" writes, per thread (main and itt-worker), ROUNDS = 100:
  *   ittclient::main/outer   100 begin, 100 end
@@ -571,6 +573,13 @@ static int bench(long n)
 	}
 	t1 = now();
 	printf("ns_per_pair %.1f\n", (t1 - t0) * 1e9 / (double)n);
+	t0 = now();
+	for (long i = 0; i < n; i++) {
+		TASK_BEGIN(d, STRING_HANDLE_CREATE("push"));
+		TASK_END(d);
+	}
+	t1 = now();
+	printf("ns_per_push %.1f\n", (t1 - t0) * 1e9 / (double)n);
 	return 0;
 }
 
