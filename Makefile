@@ -11,8 +11,9 @@ CPPFLAGS  += -D_GNU_SOURCE -DPROFTOOL_VERSION='"$(VERSION)"' -I. -MMD -MP
 LDLIBS    := -ldw -lelf -ljansson -lz -liberty -lstdc++ -lm -pthread
 SANITIZE  :=
 
+RT_SRCS   := regions/rt.c regions/itt.c
 LIB_SRCS  := $(wildcard base/*.c profile/*.c sampler/*.c symbolize/*.c report/*.c) \
-             $(filter-out regions/rt.c,$(wildcard regions/*.c))
+             $(filter-out $(RT_SRCS),$(wildcard regions/*.c))
 CMD_SRCS  := $(wildcard cmd/*.c)
 LIB_OBJS  := $(LIB_SRCS:%.c=$(O)/%.o)
 CMD_OBJS  := $(CMD_SRCS:%.c=$(O)/%.o)
@@ -31,6 +32,11 @@ WL_LIB_SRCS := $(wildcard tests/workloads/lib/*.c)
 WL_BINS   += $(WL_LIB_SRCS:tests/workloads/lib/%.c=$(O)/workloads/lib%.so) \
              $(WL_LIB_SRCS:tests/workloads/lib/%.c=$(O)/workloads-nofp/lib%.so)
 # --- end of workload libraries
+# oneDNN programs (tests/workloads/dnnl/NAME.c -> workloads/NAME) for the ITT collector's tests,
+# built where Debian's libdnnl-dev is installed (without it tests/itt.bats skips them, or fails
+# under CI=true)
+WL_DNNL   := $(if $(wildcard /usr/include/oneapi/dnnl/dnnl.h),$(wildcard tests/workloads/dnnl/*.c))
+WL_BINS   += $(WL_DNNL:tests/workloads/dnnl/%.c=$(O)/workloads/%)
 WL_CFLAGS := -std=gnu11 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread -Wall -Wextra -Werror
 # ... and again the way distributions build: -O2 without frame pointers (the DWARF tests)
 WL_NOFP   := -std=gnu11 -O2 -g -fomit-frame-pointer -pthread -Wall -Wextra -Werror
@@ -49,12 +55,14 @@ all: $(O)/proftool $(O)/libproftool-rt.so
 $(O)/proftool: $(CMD_OBJS) $(O)/libproftool.a
 	$(CC) $(CFLAGS) $(SANITIZE) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-# The regions runtime, loaded into recorded programs by <proftool.h>: libc only,
-# never a sanitizer (it runs in programs built without one).
-$(O)/libproftool-rt.so: regions/rt.c regions/format.h include/proftool.h
+# The regions runtime, loaded into recorded programs by <proftool.h> and, as their ITT
+# collector (itt.c), by ITT's static parts: libc only, never a sanitizer (it runs in
+# programs built without one). Never unloaded (nodelete): a thread-exit destructor of
+# itt.c's would outlive its code.
+$(O)/libproftool-rt.so: $(RT_SRCS) regions/rt.h regions/format.h include/proftool.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(WARNINGS) -O2 -g -fPIC -shared -fvisibility=hidden -pthread \
-		-Wl,-z,defs -Wl,-soname,libproftool-rt.so -o $@ $<
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(WARNINGS) -O2 -g -fPIC -shared -fvisibility=hidden -pthread \
+		-Wl,-z,defs -Wl,-z,nodelete -Wl,-soname,libproftool-rt.so -o $@ $(RT_SRCS)
 
 $(O)/libproftool.a: $(LIB_OBJS)
 	rm -f $@ && ar rcs $@ $^
@@ -85,6 +93,10 @@ $(O)/workloads-nofp/lib%.so: tests/workloads/lib/%.c tests/workloads/work.h
 $(O)/workloads-nofp/%: tests/workloads/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_NOFP) -o $@ $<
+
+$(O)/workloads/%: tests/workloads/dnnl/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WL_CFLAGS) -o $@ $< -ldnnl
 
 # tools that use the library (the rule below builds self-contained ones)
 $(O)/tests/tools/pystack: tests/tools/pystack.c $(O)/libproftool.a
@@ -130,7 +142,7 @@ leaks: all $(WL_BINS)
 # Banned calls (curl's checksrc in miniature): they cannot report errors or overflow.
 lint:
 	@if grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|atol|gets)\s*\(' \
-		$(LIB_SRCS) $(CMD_SRCS) $(wildcard */*.h); then \
+		$(LIB_SRCS) $(RT_SRCS) $(CMD_SRCS) $(wildcard */*.h); then \
 		echo "proftool: banned call above; use snprintf, strtoul with checks, ..." >&2; exit 1; fi
 
 check: deps-check

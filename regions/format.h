@@ -68,7 +68,8 @@ struct rgn_header {
 	uint64_t names_size;            /* bytes of the names area */
 	uint64_t names_used;            /* bytes of it handed out (may exceed names_size) */
 	uint64_t next;                  /* file offset of the next segment to hand out */
-	uint64_t dropped;               /* events dropped: no room for a name or a segment */
+	uint64_t dropped;               /* events dropped: no room for a name or a segment, or
+	                                   (ITT) a task nested deeper than the collector keeps */
 	uint32_t next_id;               /* the last region id handed out; ids start at 1 */
 	uint32_t seg_size;              /* bytes per segment, header included */
 	uint64_t start_ns;              /* when the file was made */

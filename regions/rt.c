@@ -26,6 +26,7 @@
 
 #include "include/proftool.h"
 #include "regions/format.h"
+#include "regions/rt.h"
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -353,7 +354,7 @@ static void put(uint32_t id, uint16_t kind)
 	__atomic_store_n(&s->used, s->used + sizeof(*r), __ATOMIC_RELEASE);
 }
 
-static void rt_event(const char *domain, const char *name, int kind)
+void rt_event(const char *domain, const char *name, int kind)
 {
 	uint32_t id;
 

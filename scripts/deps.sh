@@ -12,6 +12,9 @@ check)
 	# the real consumers of the export formats: go tool pprof, a browser, node and npm for
 	# speedscope; the tests run /usr/bin/node, so nodejs even where some npm is on PATH (nvm's)
 	want="$want bats procps libc6-dbg groff-base man-db bash-completion python3 bsdutils strace lld xz-utils golang-go chromium fonts-dejavu-core nodejs"
+	# oneDNN (libdnnl2, and the headers to build a program with it): ITT-instrumented code for
+	# the ITT collector's tests
+	want="$want libdnnl-dev"
 	command -v npm >/dev/null 2>&1 || want="$want npm"
 	;;
 bench) want="$want bats procps libc6-dbg linux-perf" ;;
