@@ -310,7 +310,7 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 		const struct rgn_event *ev = &k->ev[e];
 		uint64_t t = rel(j, ev->time_ns);
 		bool paused = in_pause(j->p, t);
-		size_t at;
+		size_t at, kept;
 
 		last = t;
 		switch (ev->kind) {
@@ -335,15 +335,27 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 				st->unbalanced++;       /* an end with no begin: left out */
 				break;
 			}
-			/* regions begun inside it and never ended close with it */
-			while (depth >= at) {
-				if (depth > at)
+			/*
+			 * Regions of its domain begun inside it and never ended close
+			 * with it (unbalanced); those of other domains (ITT's
+			 * interleave) stay open, where they are.
+			 */
+			kept = 0;
+			for (size_t x = at - 1; x < depth; x++) {
+				struct open_region *o = &stack[x];
+
+				if (x > at - 1 && strcmp(j->s->names[o->name].domain,
+							 j->s->names[ev->name].domain)) {
+					stack[at - 1 + kept++] = *o;
+					continue;
+				}
+				if (x > at - 1)
 					st->unbalanced++;
 				/* attach: what ended before the recording is not in it */
 				if (ev->time_ns >= j->start_ns)
-					close_region(j, k, &stack[depth - 1], t, 0);
-				depth--;
+					close_region(j, k, o, t, 0);
 			}
+			depth = at - 1 + kept;
 			transition(k, t, top_node(stack, depth));
 			break;
 		case RGN_MARK:

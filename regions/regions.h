@@ -66,8 +66,9 @@ int rgn_read_dir(struct rgn_set *s, const char *dir);
  * (CLOCK_MONOTONIC): per thread (by pid and tid; every writer's events
  * merged by time) its regions become instances in P nested by path, its
  * marks marks; an end closes the innermost open region of its name (the
- * regions opened inside it and not ended close with it, counted
- * unbalanced; an end with nothing to close is counted and left out); a
+ * regions of its domain opened inside it and not ended close with it,
+ * counted unbalanced, those of other domains stay open; an end with
+ * nothing to close is counted and left out); a
  * region still open at the end is closed at END_NS and flagged
  * PROFILE_REGION_OPEN_AT_END when ALIVE (may be NULL) says its process
  * still runs, else where its thread's events and samples end, flagged

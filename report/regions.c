@@ -367,8 +367,8 @@ int report_write_regions(FILE *out, const struct profile *p, const struct report
 			p->nr_pauses, p->nr_pauses == 1 ? "" : "s", paused / 1e9, st->paused,
 			st->paused == 1 ? "" : "s");
 	if (st->dropped)
-		fprintf(out, "Some events were dropped: the program's buffers were full; record with "
-			"PROFTOOL_REGIONS_MB set higher than %d\n", 256);
+		fprintf(out, "Some events were dropped: a process's event file was full (raise "
+			"PROFTOOL_REGIONS_MB, 256 by default), or ITT tasks nested deeper than 128\n");
 	for (size_t i = 0; i < nr; i++) {
 		const struct report_region_row *x = &v[i];
 		const char *d = domain_of(p, x);

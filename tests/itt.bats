@@ -259,5 +259,43 @@ dnnl_main_counts() {
 }
 
 # ---- proftool record --regions itt ----
-# The tests of `proftool record --regions itt|all` (INTEL_LIBITTNOTIFY64 set by record, the
-# tasks in the profile and in `report --format regions`) go here once cmd/ has the option.
+
+# rrow PATH FILE: the --format regions row of PATH in FILE: count total ... cpu
+rrow() {
+	"$PROFTOOL" report --format regions --limit 0 "$2" |
+		awk -v p="$1" '$1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+\.[0-9]+$/ && $9 == p { print; found = 1 }
+			END { exit !found }'
+}
+
+@test "itt: record --regions itt collects an ITT client's tasks, frames and markers" {
+	unset PROFTOOL_REGIONS INTEL_LIBITTNOTIFY64
+	"$PROFTOOL" record -q --regions itt -o itt.data -- "$WORKLOADS/ittclient" run >/dev/null
+	run "$PROFTOOL" report --format regions itt.data
+	[ "$status" -eq 0 ]
+	[[ $output == *"Domain ittclient::main"* ]]
+	# two threads, 100 each; interleaved domains are not unbalanced
+	[ "$(rrow ittclient::main::outer itt.data | awk '{ print $1 }')" -eq 200 ]
+	[ "$(rrow ittclient::main::outer/ittclient::main::inner itt.data | awk '{ print $1 }')" -ge 200 ]
+	[[ $output == *"marks"* ]]
+	# only itt and all name the collector; auto and off leave ITT alone
+	for mode in itt all auto off; do
+		run "$PROFTOOL" record -q --regions "$mode" -o env.data -- sh -c 'echo "[${INTEL_LIBITTNOTIFY64:-}]"'
+		case $mode in
+		itt | all) [ "$output" = "[$(dirname "$PROFTOOL")/libproftool-rt.so]" ] ;;
+		*) [ "$output" = "[]" ] ;;
+		esac
+	done
+}
+
+@test "itt: record --regions itt counts Debian's oneDNN primitives exactly" {
+	need_dnnl
+	unset PROFTOOL_REGIONS INTEL_LIBITTNOTIFY64
+	ONEDNN_ITT_TASK_LEVEL=1 OMP_NUM_THREADS=2 "$PROFTOOL" record -q --regions itt -o dnnl.data -- \
+		"$WORKLOADS/dnnlprims" 300 >/dev/null
+	for prim in reorder eltwise matmul; do
+		[ "$(rrow "$DNNL::$prim" dnnl.data | awk '{ print $1 }')" -eq 300 ]
+	done
+	run "$PROFTOOL" report --format regions dnnl.data
+	[[ $output == *"Domain $DNNL"* ]]
+	[[ $output == *"dropped 0, unbalanced 0, open at exit 0"* ]]
+}
