@@ -284,7 +284,7 @@ within() {
 	awk -v c="$(field "$w" 8)" -v t="$(field "$w" 2)" 'BEGIN { exit !(c <= 0.15 * t) }'
 	[ "$(field "$(row worker py.data)" 1)" -eq 8 ]
 	run "$PROFTOOL" report --region compute --format folded py.data
-	[[ $output == *"nest.py:15(compute)"* && $output != *"(worker_spin)"* ]]
+	[[ $output == *"nest.py:"*"(compute)"* && $output != *"(worker_spin)"* ]]
 	run "$PROFTOOL" report --region worker --format folded py.data
 	[[ $output == *"(worker_spin)"* && $output != *"(compute)"* ]]
 }
