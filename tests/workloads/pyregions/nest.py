@@ -2,8 +2,8 @@
 # Ground truth for proftool record with Python regions: 10 x "step" { 5 x "compute"
 # (compute(): 4 ms of arithmetic, timed on the wall clock), 5 x "wait" (wait(): a 4 ms
 # sleep) }, then 4 x "worker" in each of 2 multiprocessing workers (fork) around
-# worker_spin(): 5 ms each. Prints its own measure of the totals: "compute SECONDS wait
-# SECONDS". Usage: nest.py [SCALE]
+# worker_spin(): 5 ms each. Prints its own measure of the totals, wall and CPU time:
+# "compute WALL CPU wait WALL CPU". Usage: nest.py [SCALE]
 import multiprocessing
 import sys
 import time
@@ -39,19 +39,23 @@ def worker(_):
 
 
 if __name__ == "__main__":
-    spent = {"compute": 0, "wait": 0}
+    wall = {"compute": 0, "wait": 0}
+    cpu = {"compute": 0, "wait": 0}
+
+    def timed(name, fn):
+        t, c = time.monotonic_ns(), time.thread_time_ns()
+        with proftool.region(name):
+            fn()
+        wall[name] += time.monotonic_ns() - t
+        cpu[name] += time.thread_time_ns() - c
+
     for _ in range(10):
         with proftool.region("step"):
             for _ in range(5):
-                t = time.monotonic_ns()
-                with proftool.region("compute"):
-                    compute()
-                spent["compute"] += time.monotonic_ns() - t
+                timed("compute", compute)
             for _ in range(5):
-                t = time.monotonic_ns()
-                with proftool.region("wait"):
-                    wait()
-                spent["wait"] += time.monotonic_ns() - t
-    print("compute %.6f wait %.6f" % (spent["compute"] / 1e9, spent["wait"] / 1e9), flush=True)
+                timed("wait", wait)
+    print(" ".join("%s %.6f %.6f" % (k, wall[k] / 1e9, cpu[k] / 1e9) for k in ("compute", "wait")),
+          flush=True)
     with multiprocessing.get_context("fork").Pool(2) as pool:
         pool.map(worker, range(2), chunksize=1)
