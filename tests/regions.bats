@@ -255,7 +255,8 @@ within() {
 	# or to its end, and flagged
 	[ "$(echo "$r" | awk '{ print $1 }')" -ge 1 ]
 	[ "$(echo "$r" | awk '{ print $1 }')" -le 10 ]
-	awk -v t="$(echo "$r" | awk '{ print $2 }')" 'BEGIN { exit !(t <= 1.2) }'
+	# one thread's regions, one at a time, within the recording: at most all of it
+	awk -v w="$(echo "$r" | awk '{ print $7 }' | tr -d %)" 'BEGIN { exit !(w <= 100.1) }'
 	[[ $output == *"outer"*"[open at the start]"* ]]
 	[[ $output == *"[open at the end]"* ]]
 	[[ $output == *", open at the start "[12]", open at the end "[12]* ]]
