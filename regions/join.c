@@ -163,8 +163,10 @@ static void gather_events(struct join *j)
 			continue;
 		k = &j->keys[find_key(j, rt->pid, rt->tid, false)];
 		k->ev = xrealloc(k->ev, st_mult(k->nr_ev + rt->nr, sizeof(*k->ev)));
-		memcpy(k->ev + k->nr_ev, rt->ev, rt->nr * sizeof(*rt->ev));
-		k->nr_ev += rt->nr;
+		/* what a program that runs on wrote after the recording ended is not in it */
+		for (size_t e = 0; e < rt->nr; e++)
+			if (rt->ev[e].time_ns <= j->end_ns)
+				k->ev[k->nr_ev++] = rt->ev[e];
 	}
 	for (size_t i = 0; i < j->nr_keys; i++) {
 		struct key_threads *k = &j->keys[i];
