@@ -28,7 +28,7 @@
 
 /*
  * Samples held in memory before they move to a temporary file beside the
- * output (24 bytes each: 1.5 MiB, half a minute of two busy CPUs), so a
+ * output (32 bytes each: 2 MiB, half a minute of two busy CPUs), so a
  * recording of hours takes no more memory than one of a minute.
  * PROFTOOL_SPILL_SAMPLES overrides it, for the tests.
  */

@@ -399,8 +399,9 @@ hup_attach() {
 	# the spill file: opened unlinked in the output's directory, written in runs of 100 samples
 	grep -E 'openat\(AT_FDCWD, "out", [^)]*O_TMPFILE' trace
 	fd=$(grep -E 'O_TMPFILE' trace | sed 's/.* = //' | head -n1)
-	# each run is written once while recording, then rewritten in place (symbolized, sorted)
-	runs=$(grep -E "pwrite64\($fd, .*, 2400, [0-9]+\)" trace | sed 's/.*, //; s/).*//' | sort -u | wc -l)
+	# each run is written once while recording, then rewritten in place (symbolized, sorted):
+	# 100 samples of 32 bytes
+	runs=$(grep -E "pwrite64\($fd, .*, 3200, [0-9]+\)" trace | sed 's/.*, //; s/).*//' | sort -u | wc -l)
 	[ "$runs" -ge 5 ]
 	[ "$(ls -A out)" = p.data ]
 	n=$(pjson out/p.data 'len(p["samples"]["thread"])')
