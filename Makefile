@@ -240,7 +240,7 @@ endif
 clean:
 	rm -rf build build-asan
 
--include $(LIB_OBJS:.o=.d) $(CMD_OBJS:.o=.d)
+-include $(LIB_OBJS:.o=.d) $(CMD_OBJS:.o=.d) $(UNIT_BINS:=.d)
 
 # ---- fuzz: libFuzzer targets (clang), built into build-fuzz/ ------------------
 #

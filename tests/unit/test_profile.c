@@ -277,6 +277,98 @@ static void spilling(void)
 	CHECK(mkdir(dir, 0700) == 0);
 }
 
+static bool odd_thread_kept(const struct profile_sample *s, void *arg)
+{
+	(void)arg;
+	return s->thread != 1;
+}
+
+/* Dropping samples reaches the spilled ones too, and spilling goes on after it. */
+static void dropping_spilled(void)
+{
+	struct profile *mem = spill_profile(5000), *sp = spill_profile(0);
+	const struct profile_sample *x;
+	struct profile_iter *it;
+	size_t n = 0, kept = 0;
+
+	CHECK(profile_spill_start(sp, dir, 64) == 0);
+	for (size_t i = 0; i < 3000; i++)
+		profile_add_sample(sp, mem->samples[i].time_ns, mem->samples[i].thread,
+				   mem->samples[i].stack, mem->samples[i].weight_ns, PROFILE_STATE_UNKNOWN);
+	profile_drop_samples(sp, odd_thread_kept, NULL);
+	for (size_t i = 3000; i < 5000; i++)
+		profile_add_sample(sp, mem->samples[i].time_ns, mem->samples[i].thread,
+				   mem->samples[i].stack, mem->samples[i].weight_ns, PROFILE_STATE_UNKNOWN);
+	for (size_t i = 0; i < 5000; i++)
+		kept += i >= 3000 || mem->samples[i].thread != 1;
+	CHECK_EQ_U(profile_nr_samples(sp), kept);
+	profile_sort_samples(sp);
+	it = profile_iter_new(sp);
+	while ((x = profile_iter_next(it))) {
+		n++;
+		if (x->time_ns < 1000000)
+			CHECK(0);
+	}
+	CHECK(profile_iter_free(it) == 0);
+	CHECK_EQ_U(n, kept);
+	profile_free(mem);
+	profile_free(sp);
+}
+
+/* Region names, paths, instances, marks, pauses and each sample's region survive a round trip and a merge. */
+static void regions_round_trip(void)
+{
+	struct profile *p = sample_profile(), *q;
+	char path[128], err[256] = "";
+	uint32_t outer, inner, n_outer, n_inner;
+
+	snprintf(path, sizeof(path), "%s/rg.data", dir);
+	outer = profile_add_region_name(p, "", "outer");
+	inner = profile_add_region_name(p, "net", "inner");
+	CHECK_EQ_U(profile_add_region_name(p, "", "outer"), outer);
+	n_outer = profile_add_region_node(p, PROFILE_NONE, outer);
+	n_inner = profile_add_region_node(p, n_outer, inner);
+	CHECK_EQ_U(p->region_nodes[n_inner].depth, 2);
+	profile_add_region(p, 1, n_inner, 5000, 6000, 0);
+	profile_add_region(p, 0, n_outer, 1000, 9000, PROFILE_REGION_OPEN_AT_EXIT);
+	profile_add_region(p, 0, n_inner, 2000, 3000, 0);
+	profile_add_mark(p, 0, outer, 4000);
+	profile_add_pause(p, 7000, 8000);
+	p->meta.regions.events = 7;
+	p->meta.regions.unbalanced = 1;
+	profile_sort_regions(p);
+	CHECK_EQ_U(p->regions[0].start_ns, 1000);
+	p->samples[0].region = n_inner;
+	CHECK(profile_write(p, path, err, sizeof(err)) == 0);
+	q = profile_read(path, err, sizeof(err));
+	CHECK(q != NULL);
+	if (!q) {
+		profile_free(p);
+		return;
+	}
+	CHECK_EQ_U(q->nr_region_names, 2);
+	CHECK_EQ_U(q->nr_region_nodes, 2);
+	CHECK_EQ_U(q->nr_regions, 3);
+	CHECK_EQ_U(q->nr_marks, 1);
+	CHECK_EQ_U(q->nr_pauses, 1);
+	CHECK_EQ_U(q->regions[0].end_ns, 9000);
+	CHECK_EQ_U(q->regions[0].flags, PROFILE_REGION_OPEN_AT_EXIT);
+	CHECK_EQ_U(q->regions[2].thread, 1);
+	CHECK_EQ_U(q->regions[2].start_ns, 5000);
+	CHECK(!strcmp(q->region_names[q->region_nodes[q->samples[0].region].name].domain, "net"));
+	CHECK_EQ_U(q->samples[1].region, PROFILE_NONE);
+	CHECK_EQ_U(q->meta.regions.events, 7);
+	CHECK_EQ_U(q->meta.regions.unbalanced, 1);
+	profile_merge(q, p);
+	CHECK_EQ_U(q->nr_region_nodes, 2);
+	CHECK_EQ_U(q->nr_regions, 6);
+	CHECK_EQ_U(q->meta.regions.events, 14);
+	CHECK_EQ_U(q->samples[q->nr_samples - p->nr_samples].region, n_inner);
+	unlink(path);
+	profile_free(q);
+	profile_free(p);
+}
+
 /* Wall-mode profiles keep each sample's thread state; others have none to keep. */
 static void states_round_trip(void)
 {
@@ -382,6 +474,8 @@ int main(void)
 	RUN(bad_files);
 	RUN(spilling);
 	RUN(states_round_trip);
+	RUN(dropping_spilled);
+	RUN(regions_round_trip);
 	rmdir(dir);
 	UNIT_DONE();
 }
