@@ -4,7 +4,8 @@
  * <proftool.h> API, which loads the runtime (build/libproftool-rt.so) and
  * writes event files; regions/read.c reads them back. Threads, a forked
  * child, names built in a reused buffer, thousands of events over several
- * segments, a file that fills up, and files cut short or scrambled.
+ * segments, a file that fills up, files cut short or scrambled, and a
+ * file made by hand where a tid was given to two threads.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -249,6 +250,103 @@ static void test_hostile(void)
 	free(copy);
 }
 
+/* ---- files made by hand: one name ("x", id 1), small segments ---- */
+
+#define HAND_NAMES 256                  /* bytes of the names area */
+#define HAND_SEG 256                    /* bytes per segment: 12 records */
+
+/* A file of pid 42 with room for NR_SEGS segments, all handed out (none begun yet); *LEN its size. */
+static uint8_t *hand_file(size_t nr_segs, size_t *len)
+{
+	size_t l = RGN_HEADER_SIZE + HAND_NAMES + nr_segs * HAND_SEG;
+	uint8_t *b = calloc(1, l);
+	struct rgn_header h = { .version = RGN_VERSION, .header_size = RGN_HEADER_SIZE, .pid = 42,
+				.writer = RGN_WRITER_C, .size = l, .names_size = HAND_NAMES,
+				.names_used = RGN_NAME_SIZE(0, 1), .next = l, .next_id = 1,
+				.seg_size = HAND_SEG, .start_ns = 1 };
+	struct rgn_name n = { .id = 1, .domain_len = 0, .name_len = 1 };
+
+	if (!b)
+		abort();
+	memcpy(h.magic, RGN_MAGIC, 8);
+	memcpy(b, &h, sizeof(h));
+	memcpy(b + RGN_HEADER_SIZE, &n, sizeof(n));
+	b[RGN_HEADER_SIZE + sizeof(n)] = 'x';
+	*len = l;
+	return b;
+}
+
+/* Fills segment I of file B: thread TID's SEQth, NR records (begin, end, ...) at T, T + 1, ... */
+static void hand_segment(uint8_t *b, size_t i, uint32_t tid, uint32_t seq, unsigned nr, uint64_t t,
+			 uint64_t dropped)
+{
+	uint8_t *seg = b + RGN_HEADER_SIZE + HAND_NAMES + i * HAND_SEG;
+	struct rgn_segment h = { .magic = RGN_SEG_MAGIC, .tid = tid, .seq = seq,
+				 .used = nr * sizeof(struct rgn_record), .dropped = dropped };
+
+	snprintf(h.comm, sizeof(h.comm), "t%u.%u", (unsigned)tid, (unsigned)seq);
+	memcpy(seg, &h, sizeof(h));
+	for (unsigned k = 0; k < nr; k++) {
+		struct rgn_record r = { .time_ns = t + k, .id = 1, .kind = k % 2 ? RGN_END : RGN_BEGIN };
+
+		memcpy(seg + sizeof(h) + k * sizeof(r), &r, sizeof(r));
+	}
+}
+
+/*
+ * A tid given again: thread 100 ends and a later thread of the process is
+ * 100 too. Its segments start again at seq 0; read as (tid, seq) the two
+ * chains were interleaved and the later one's records taken for torn.
+ */
+static void test_reused_tid(void)
+{
+	size_t len;
+	uint8_t *b = hand_file(7, &len);
+	struct rgn_set s;
+	static const struct {
+		int32_t tid;
+		size_t nr;
+		uint64_t first, last, dropped;
+		const char *comm;
+	} want[] = {
+		{ 7, 4, 6000, 6003, 0, "t7.0" },        /* seq 0 ... */
+		{ 7, 4, 7000, 7003, 0, "t7.2" },        /* ... and 2: not one thread's */
+		{ 50, 4, 1500, 1503, 0, "t50.0" },
+		{ 100, 16, 1000, 2003, 0, "t100.0" },   /* the first thread 100: two full segments */
+		{ 100, 16, 3000, 4003, 5, "t100.0" },   /* the second, whose last one dropped 5 */
+	};
+
+	hand_segment(b, 0, 100, 0, 12, 1000, 0);
+	hand_segment(b, 1, 50, 0, 4, 1500, 0);
+	hand_segment(b, 2, 100, 1, 4, 2000, 0);
+	hand_segment(b, 3, 100, 0, 12, 3000, 0);
+	hand_segment(b, 4, 100, 1, 4, 4000, 5);
+	hand_segment(b, 5, 7, 0, 4, 6000, 0);
+	hand_segment(b, 6, 7, 2, 4, 7000, 0);
+	rgn_set_init(&s);
+	CHECK_EQ_U(rgn_parse(&s, b, len), 0);
+	CHECK_EQ_U(s.torn, 0);
+	CHECK_EQ_U(s.events, 12 + 4 + 4 + 12 + 4 + 4 + 4);
+	CHECK_EQ_U(s.nr_threads, 5);
+	for (size_t i = 0; i < s.nr_threads && i < 5; i++) {
+		const struct rgn_thread *t = &s.threads[i];
+
+		CHECK_EQ_U(t->pid, 42);
+		CHECK_EQ_U(t->tid, want[i].tid);
+		CHECK_EQ_U(t->nr, want[i].nr);
+		CHECK_EQ_U(t->dropped, want[i].dropped);
+		CHECK(!strcmp(t->comm, want[i].comm));
+		if (t->nr) {
+			CHECK_EQ_U(t->ev[0].time_ns, want[i].first);
+			CHECK_EQ_U(t->ev[t->nr - 1].time_ns, want[i].last);
+		}
+		for (size_t j = 1; j < t->nr; j++)
+			CHECK(t->ev[j].time_ns > t->ev[j - 1].time_ns);
+	}
+	rgn_set_release(&s);
+	free(b);
+}
+
 int main(int argc, char **argv)
 {
 	char rt[PATH_MAX], self[PATH_MAX];
@@ -269,6 +367,7 @@ int main(int argc, char **argv)
 	RUN(test_api_and_reader);
 	RUN(test_full_file);
 	RUN(test_hostile);
+	RUN(test_reused_tid);
 	{
 		char cmd[PATH_MAX + 16];
 
