@@ -235,8 +235,9 @@ clean:
 # The library is compiled again by a sub-make with O=build-fuzz, clang and
 # -fsanitize=fuzzer-no-link plus ASan/UBSan, so the gcc build is untouched.
 # Seed corpora are made by fuzz/seeds.sh (profiles recorded with the gcc
-# build, copies of real ELF files), never checked in; fuzz/run.sh runs the
-# targets, keeps their corpora in build-fuzz/corpus and fails on a crash.
+# build, copies of real ELF files, small region files), never checked in;
+# fuzz/run.sh runs the targets, keeps their corpora in build-fuzz/corpus and
+# fails on a crash.
 FUZZ_O        := build-fuzz
 FUZZ_CC       := clang
 FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -271,13 +272,19 @@ fuzz-clean:
 	rm -rf $(FUZZ_O)
 
 # fuzz_elf's code without libFuzzer, built like everything else (gcc, into
-# $(O)), so that tests/fuzz.bats can run hostile ELF files through it
+# $(O)), so that tests/fuzz.bats can run hostile ELF files through it ...
 $(O)/tests/tools/fuzz-elf: fuzz/replay.c fuzz/fuzz_elf.c $(O)/libproftool.a
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ \
 		fuzz/replay.c fuzz/fuzz_elf.c $(O)/libproftool.a $(LDLIBS)
 
-bats: $(O)/tests/tools/fuzz-elf
+# and fuzz_regions_read's, for the region files of tests/fuzz.bats
+$(O)/tests/tools/fuzz-regions: fuzz/replay.c fuzz/fuzz_regions_read.c $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ \
+		fuzz/replay.c fuzz/fuzz_regions_read.c $(O)/libproftool.a $(LDLIBS)
+
+bats: $(O)/tests/tools/fuzz-elf $(O)/tests/tools/fuzz-regions
 
 -include $(wildcard $(O)/fuzz/*.d)
 # ---- end of fuzz -------------------------------------------------------------

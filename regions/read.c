@@ -191,7 +191,8 @@ int rgn_parse(struct rgn_set *s, const uint8_t *buf, size_t len)
 	names_size = h.names_size < len - h.header_size ? h.names_size : len - h.header_size;
 	if (h.names_used < names_size)
 		names_size = h.names_used;
-	names_end = (uint64_t)h.header_size + h.names_size;
+	/* where the segments start; past the end (none) when names_size is wild, rather than wrapped */
+	names_end = h.names_size <= len - h.header_size ? h.header_size + h.names_size : len;
 	/* an id is at most one per name entry: a wild next_id allocates no more than the area can name */
 	max_id = h.next_id;
 	if (max_id > names_size / sizeof(struct rgn_name))
