@@ -217,7 +217,8 @@ int rgn_parse(struct rgn_set *s, const uint8_t *buf, size_t len)
 		 * A thread's next segment has the next seq; seq 0 (or a seq that
 		 * does not follow) begins another thread that was given the same tid.
 		 */
-		if (!t || (uint32_t)t->tid != segs[i].tid || segs[i].seq != segs[i - 1].seq + 1) {
+		if (!t || (uint32_t)t->tid != segs[i].tid || !segs[i].seq ||
+		    segs[i].seq != segs[i - 1].seq + 1) {
 			struct rgn_segment sh;
 
 			memcpy(&sh, seg, sizeof(sh));

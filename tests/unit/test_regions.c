@@ -301,7 +301,7 @@ static void hand_segment(uint8_t *b, size_t i, uint32_t tid, uint32_t seq, unsig
 static void test_reused_tid(void)
 {
 	size_t len;
-	uint8_t *b = hand_file(7, &len);
+	uint8_t *b = hand_file(9, &len);
 	struct rgn_set s;
 	static const struct {
 		int32_t tid;
@@ -311,6 +311,8 @@ static void test_reused_tid(void)
 	} want[] = {
 		{ 7, 4, 6000, 6003, 0, "t7.0" },        /* seq 0 ... */
 		{ 7, 4, 7000, 7003, 0, "t7.2" },        /* ... and 2: not one thread's */
+		{ 9, 2, 8000, 8001, 0, "t9.4294967295" },
+		{ 9, 2, 9000, 9001, 0, "t9.0" },        /* seq 0 begins a thread, even after 2^32 - 1 */
 		{ 50, 4, 1500, 1503, 0, "t50.0" },
 		{ 100, 16, 1000, 2003, 0, "t100.0" },   /* the first thread 100: two full segments */
 		{ 100, 16, 3000, 4003, 5, "t100.0" },   /* the second, whose last one dropped 5 */
@@ -323,12 +325,14 @@ static void test_reused_tid(void)
 	hand_segment(b, 4, 100, 1, 4, 4000, 5);
 	hand_segment(b, 5, 7, 0, 4, 6000, 0);
 	hand_segment(b, 6, 7, 2, 4, 7000, 0);
+	hand_segment(b, 7, 9, UINT32_MAX, 2, 8000, 0);
+	hand_segment(b, 8, 9, 0, 2, 9000, 0);
 	rgn_set_init(&s);
 	CHECK_EQ_U(rgn_parse(&s, b, len), 0);
 	CHECK_EQ_U(s.torn, 0);
-	CHECK_EQ_U(s.events, 12 + 4 + 4 + 12 + 4 + 4 + 4);
-	CHECK_EQ_U(s.nr_threads, 5);
-	for (size_t i = 0; i < s.nr_threads && i < 5; i++) {
+	CHECK_EQ_U(s.events, 12 + 4 + 4 + 12 + 4 + 4 + 4 + 2 + 2);
+	CHECK_EQ_U(s.nr_threads, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < s.nr_threads && i < sizeof(want) / sizeof(want[0]); i++) {
 		const struct rgn_thread *t = &s.threads[i];
 
 		CHECK_EQ_U(t->pid, 42);
