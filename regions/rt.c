@@ -7,9 +7,10 @@
  * inside somebody else's process.
  *
  * The hot path (one event) is a clock read, a name lookup that is a
- * pointer compare and a strcmp once the name was seen, and a 16-byte store
- * into the thread's own segment: no lock, no system call. A fork resets it,
- * so the child writes a file of its own; an exec starts it afresh.
+ * pointer compare and a compare of the text once the name was seen, and a
+ * 16-byte store into the thread's own segment: no lock, no system call. A
+ * fork resets it, so the child writes a file of its own; an exec starts it
+ * afresh.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -35,18 +36,23 @@ enum { RT_UNKNOWN, RT_ON, RT_OFF };
 
 static struct {
 	int state;                      /* enum above; read without the lock */
-	uint64_t gen;                   /* bumped by a fork: per-thread state older than it is stale */
+	bool full;                      /* no segment left in the file: stop asking */
 	struct rgn_header *h;
 	uint8_t *base;
 	uint64_t size;
-} rt = { .gen = 1 };             /* a thread's gen starts at 0: stale */
+} rt;
 
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A thread's segment, valid while gen matches rt.gen. */
+/*
+ * A thread's segment: its next record goes at pos, and there is room up
+ * to end. All zero in a thread that has none yet (pos == end: the first
+ * event takes one), and in the thread that forked, in the child (see
+ * after_fork_child: the only thread a child has).
+ */
 struct rt_thread {
-	uint64_t gen;
-	struct rgn_segment *seg;        /* NULL: none could be had */
+	struct rgn_record *pos, *end;
+	struct rgn_segment *seg;        /* NULL: none yet, or none could be had */
 	uint32_t seq;
 	uint32_t tid;
 };
@@ -127,12 +133,10 @@ static bool open_file(void)
 static void after_fork_child(void);
 
 /* The process's state, set up at the first call. */
-static bool ready(void)
+static __attribute__((noinline)) bool ready_slow(void)
 {
-	int st = __atomic_load_n(&rt.state, __ATOMIC_ACQUIRE);
-
-	if (st != RT_UNKNOWN)
-		return st == RT_ON;
+	if (__atomic_load_n(&rt.state, __ATOMIC_ACQUIRE) != RT_UNKNOWN)
+		return rt.state == RT_ON;
 	pthread_mutex_lock(&rt_lock);
 	if (rt.state == RT_UNKNOWN) {
 		static bool atfork;
@@ -143,6 +147,13 @@ static bool ready(void)
 	}
 	pthread_mutex_unlock(&rt_lock);
 	return rt.state == RT_ON;
+}
+
+static inline bool ready(void)
+{
+	if (__builtin_expect(__atomic_load_n(&rt.state, __ATOMIC_ACQUIRE) == RT_ON, 1))
+		return true;
+	return ready_slow();
 }
 
 /* ---- names ---- */
@@ -184,9 +195,18 @@ static unsigned hash_ptrs(const char *d, const char *n)
 	return (unsigned)(h >> 40) & (NAME_SLOTS - 1);
 }
 
-static bool same(const struct name *e, const char *d, const char *n)
+/* strcmp(A, B) == 0, inline: names are short, and a call into libc costs as much as the compare */
+static inline bool same_text(const char *a, const char *b)
 {
-	return strcmp(e->text, n) == 0 && strcmp(e->domain, d) == 0;
+	for (; *a == *b; a++, b++)
+		if (!*a)
+			return true;
+	return false;
+}
+
+static inline bool same(const struct name *e, const char *d, const char *n)
+{
+	return same_text(e->text, n) && same_text(e->domain, d);
 }
 
 /* Writes a name into the file's names area; its id, or 0 when there is no room. */
@@ -227,7 +247,7 @@ static void publish(struct name **table, unsigned *nr, unsigned slot, struct nam
 }
 
 /* The slow way: by the text, under the lock; the name is added when new. */
-static uint32_t intern_slow(const char *d, const char *n)
+static __attribute__((noinline)) uint32_t intern_slow(const char *d, const char *n)
 {
 	uint64_t h = hash_text(d, n);
 	unsigned slot = (unsigned)h & (NAME_SLOTS - 1);
@@ -284,7 +304,7 @@ static uint32_t intern_slow(const char *d, const char *n)
 	return id;
 }
 
-static uint32_t intern(const char *d, const char *n)
+static inline uint32_t intern(const char *d, const char *n)
 {
 	unsigned slot;
 
@@ -307,26 +327,27 @@ static uint32_t intern(const char *d, const char *n)
 
 /* ---- events ---- */
 
-/* The thread's segment with room for one more record, or NULL (then the event is counted dropped). */
-static struct rgn_segment *segment(void)
+/*
+ * Room for the thread's next record: a new segment (the thread's first,
+ * or its last is full). NULL when the file has no room left; the event is
+ * then counted dropped, in the thread's last segment or, for a thread that
+ * never had one, in the file's header.
+ */
+static __attribute__((noinline)) struct rgn_record *room(void)
 {
 	struct rt_thread *t = &rt_self;
-	struct rgn_segment *s = t->gen == rt.gen ? t->seg : NULL;
+	struct rgn_segment *s = t->seg;
 	uint64_t off;
 
-	if (s && s->used + sizeof(struct rgn_record) <= rt.h->seg_size - sizeof(*s))
-		return s;
-	if (t->gen != rt.gen) {
-		t->gen = rt.gen;
-		t->seg = s = NULL;
+	if (__atomic_load_n(&rt.full, __ATOMIC_RELAXED))
+		goto full;
+	off = __atomic_fetch_add(&rt.h->next, RGN_SEG_SIZE, __ATOMIC_RELAXED);
+	if (off + RGN_SEG_SIZE > rt.size) {
+		__atomic_store_n(&rt.full, true, __ATOMIC_RELAXED);
+		goto full;
+	}
+	if (!s)
 		t->tid = (uint32_t)gettid();
-	}
-	off = __atomic_fetch_add(&rt.h->next, rt.h->seg_size, __ATOMIC_RELAXED);
-	if (off + rt.h->seg_size > rt.size) {
-		/* the file is full: the thread keeps its last segment, to count its drops in */
-		__atomic_fetch_add(s ? &s->dropped : &rt.h->dropped, 1, __ATOMIC_RELAXED);
-		return NULL;
-	}
 	t->seq = s ? t->seq + 1 : 0;
 	s = (struct rgn_segment *)(rt.base + off);
 	s->tid = t->tid;
@@ -334,23 +355,31 @@ static struct rgn_segment *segment(void)
 	prctl(PR_GET_NAME, s->comm, 0, 0, 0);
 	__atomic_store_n(&s->magic, RGN_SEG_MAGIC, __ATOMIC_RELEASE);
 	t->seg = s;
-	return s;
+	t->pos = (struct rgn_record *)(s + 1);
+	t->end = (struct rgn_record *)((uint8_t *)s + RGN_SEG_SIZE);
+	return t->pos;
+full:
+	/* the thread keeps its last segment, to count its drops in */
+	__atomic_fetch_add(s ? &s->dropped : &rt.h->dropped, 1, __ATOMIC_RELAXED);
+	return NULL;
 }
 
-static void put(uint32_t id, uint16_t kind)
+static inline void put(uint32_t id, uint16_t kind)
 {
-	uint64_t t = now_ns();
-	struct rgn_segment *s = segment();
-	struct rgn_record *r;
+	uint64_t now = now_ns();
+	struct rt_thread *t = &rt_self;
+	struct rgn_record *r = t->pos;
 
-	if (!s)
+	if (__builtin_expect(r == t->end, 0) && !(r = room()))
 		return;
-	r = (struct rgn_record *)((uint8_t *)(s + 1) + s->used);
-	r->time_ns = t;
+	r->time_ns = now;
 	r->id = id;
 	r->kind = kind;
 	r->flags = 0;
-	__atomic_store_n(&s->used, s->used + sizeof(*r), __ATOMIC_RELEASE);
+	t->pos = r + 1;
+	/* commits the record: the reader takes what lies below `used` */
+	__atomic_store_n(&t->seg->used, (uint64_t)((uint8_t *)t->pos - (uint8_t *)(t->seg + 1)),
+			 __ATOMIC_RELEASE);
 }
 
 static void rt_event(const char *domain, const char *name, int kind)
@@ -378,7 +407,9 @@ static void after_fork_child(void)
 	rt.h = NULL;
 	rt.base = NULL;
 	rt.size = 0;
-	rt.gen++;
+	rt.full = false;
+	/* the child's one thread: the one that forked */
+	memset(&rt_self, 0, sizeof(rt_self));
 	pthread_mutex_init(&rt_lock, NULL);
 	/* the name caches stay: their ids are the parent file's, so they are emptied */
 	memset(by_ptr, 0, sizeof(by_ptr));
