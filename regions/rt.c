@@ -36,7 +36,9 @@ enum { RT_UNKNOWN, RT_ON, RT_OFF };
 
 static struct {
 	int state;                      /* enum above; read without the lock */
-	bool full;                      /* no segment left in the file: stop asking */
+	bool full;                      /* no room left for segments, in the file or on the disk */
+	bool names_full;                /* no room left for a name on the disk */
+	bool no_populate;               /* the kernel has no MADV_POPULATE_WRITE (before 5.14) */
 	struct rgn_header *h;
 	uint8_t *base;
 	uint64_t size;
@@ -46,7 +48,7 @@ static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
  * A thread's segment: its next record goes at pos, and there is room up
- * to end. All zero in a thread that has none yet (pos == end: the first
+ * to end (the part of the segment made ready so far, see room()). All zero in a thread that has none yet (pos == end: the first
  * event takes one), and in the thread that forked, in the child (see
  * after_fork_child: the only thread a child has).
  */
@@ -81,6 +83,33 @@ static uint64_t file_bytes(void)
 	return (uint64_t)v << 20;
 }
 
+/*
+ * Pages of the file are given memory (and, on a disk, room in the file
+ * system) before anything is written there, by MADV_POPULATE_WRITE: a full
+ * tmpfs or disk then fails here, where the events can be dropped and
+ * counted, instead of killing the program with SIGBUS at its next store.
+ * Segments are made ready a chunk at a time: a system call every 4096
+ * events, and a thread that records little takes little (the Python writer
+ * reserves its file the same way, with posix_fallocate). Errno is the
+ * program's and is kept.
+ */
+#define CHUNK (64u << 10)
+
+static bool populate(void *p, size_t len)
+{
+	int errsv = errno;
+	bool ok = true;
+
+	if (!__atomic_load_n(&rt.no_populate, __ATOMIC_RELAXED) && madvise(p, len, MADV_POPULATE_WRITE) < 0) {
+		if (errno == EINVAL)
+			__atomic_store_n(&rt.no_populate, true, __ATOMIC_RELAXED);     /* written unprepared, as before */
+		else
+			ok = false;     /* EFAULT: it would have been SIGBUS; ENOMEM */
+	}
+	errno = errsv;
+	return ok;
+}
+
 /* Makes this process's file; false when it cannot (the program then runs unrecorded). */
 static bool open_file(void)
 {
@@ -109,6 +138,11 @@ static bool open_file(void)
 	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (map == MAP_FAILED) {
+		unlink(path);
+		return false;
+	}
+	if (!populate(map, RGN_HEADER_SIZE)) {
+		munmap(map, size);
 		unlink(path);
 		return false;
 	}
@@ -213,16 +247,25 @@ static inline bool same(const struct name *e, const char *d, const char *n)
 static uint32_t write_name(const char *d, const char *n)
 {
 	size_t dl = strlen(d), nl = strlen(n);
-	uint64_t need, off;
+	uint64_t need, off, start;
 	struct rgn_name *e;
 	uint32_t id;
 
 	if (dl > UINT16_MAX || nl > UINT16_MAX)
 		return 0;
 	need = RGN_NAME_SIZE(dl, nl);
+	if (rt.names_full)
+		return 0;
 	off = __atomic_fetch_add(&rt.h->names_used, need, __ATOMIC_RELAXED);
 	if (off + need > rt.h->names_size)
 		return 0;
+	/* its pages (from the start of the first: madvise takes whole pages) */
+	start = (RGN_HEADER_SIZE + off) & ~(uint64_t)4095;
+	if (!populate(rt.base + start, RGN_HEADER_SIZE + off + need - start)) {
+		/* the entry stays zero, where the reader stops: no name may follow it */
+		rt.names_full = true;
+		return 0;
+	}
 	id = __atomic_add_fetch(&rt.h->next_id, 1, __ATOMIC_RELAXED);
 	e = (struct rgn_name *)(rt.base + RGN_HEADER_SIZE + off);
 	e->domain_len = (uint16_t)dl;
@@ -328,26 +371,36 @@ static inline uint32_t intern(const char *d, const char *n)
 /* ---- events ---- */
 
 /*
- * Room for the thread's next record: a new segment (the thread's first,
- * or its last is full). NULL when the file has no room left; the event is
- * then counted dropped, in the thread's last segment or, for a thread that
- * never had one, in the file's header.
+ * Room for the thread's next record: the next chunk of its segment, or a
+ * new segment (the thread's first, or its last is full). NULL when the
+ * file or the disk has no room left; the event is then counted dropped, in
+ * the thread's last segment or, for a thread that never had one, in the
+ * file's header.
  */
 static __attribute__((noinline)) struct rgn_record *room(void)
 {
 	struct rt_thread *t = &rt_self;
 	struct rgn_segment *s = t->seg;
+	uint8_t *end = (uint8_t *)t->end;
 	uint64_t off;
 
 	if (__atomic_load_n(&rt.full, __ATOMIC_RELAXED))
 		goto full;
-	off = __atomic_fetch_add(&rt.h->next, RGN_SEG_SIZE, __ATOMIC_RELAXED);
-	if (off + RGN_SEG_SIZE > rt.size) {
-		__atomic_store_n(&rt.full, true, __ATOMIC_RELAXED);
-		goto full;
+	if (s && end < (uint8_t *)s + RGN_SEG_SIZE) {
+		if (!populate(end, CHUNK))
+			goto no_room;
+		t->end = (struct rgn_record *)(end + CHUNK);
+		return t->pos;
 	}
-	if (!s)
+	off = __atomic_fetch_add(&rt.h->next, RGN_SEG_SIZE, __ATOMIC_RELAXED);
+	if (off + RGN_SEG_SIZE > rt.size || !populate(rt.base + off, CHUNK))
+		goto no_room;
+	if (!s) {
+		int errsv = errno;
+
 		t->tid = (uint32_t)gettid();
+		errno = errsv;
+	}
 	t->seq = s ? t->seq + 1 : 0;
 	s = (struct rgn_segment *)(rt.base + off);
 	s->tid = t->tid;
@@ -356,8 +409,10 @@ static __attribute__((noinline)) struct rgn_record *room(void)
 	__atomic_store_n(&s->magic, RGN_SEG_MAGIC, __ATOMIC_RELEASE);
 	t->seg = s;
 	t->pos = (struct rgn_record *)(s + 1);
-	t->end = (struct rgn_record *)((uint8_t *)s + RGN_SEG_SIZE);
+	t->end = (struct rgn_record *)((uint8_t *)s + CHUNK);
 	return t->pos;
+no_room:
+	__atomic_store_n(&rt.full, true, __ATOMIC_RELAXED);
 full:
 	/* the thread keeps its last segment, to count its drops in */
 	__atomic_fetch_add(s ? &s->dropped : &rt.h->dropped, 1, __ATOMIC_RELAXED);
@@ -408,6 +463,7 @@ static void after_fork_child(void)
 	rt.base = NULL;
 	rt.size = 0;
 	rt.full = false;
+	rt.names_full = false;
 	/* the child's one thread: the one that forked */
 	memset(&rt_self, 0, sizeof(rt_self));
 	pthread_mutex_init(&rt_lock, NULL);

@@ -4,8 +4,8 @@
  * <proftool.h> API, which loads the runtime (build/libproftool-rt.so) and
  * writes event files; regions/read.c reads them back. Threads, a forked
  * child, names built in a reused buffer, thousands of events over several
- * segments, a file that fills up, files cut short or scrambled, and a
- * file made by hand where a tid was given to two threads.
+ * segments, a file that fills up, a disk that does, files cut short or
+ * scrambled, and a file made by hand where a tid was given to two threads.
  */
 #include <errno.h>
 #include <libgen.h>
@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -196,6 +198,68 @@ static void test_full_file(void)
 	rgn_set_release(&s);
 }
 
+/*
+ * A tmpfs that fills up (the runtime's own mount namespace, as root): what
+ * does not fit is dropped and counted, and the program runs on. Pages are
+ * given memory before they are written; a store into a hole that a full
+ * tmpfs cannot fill is SIGBUS.
+ */
+static void test_full_disk(void)
+{
+	char sub[PATH_MAX + 8];
+	uint64_t got[4] = { 0, 0, 0, 0 };
+	int fds[2], status;
+	pid_t child;
+
+	if (geteuid() != 0) {
+		printf("# test_full_disk: skipped, mounting a tmpfs needs root\n");
+		return;
+	}
+	snprintf(sub, sizeof(sub), "%s/disk", dir);
+	CHECK(mkdir(sub, 0700) == 0);
+	CHECK(pipe(fds) == 0);
+	child = fork();
+	if (child == 0) {
+		struct rgn_set s;
+
+		/* the mount goes with the child, so it reads its file itself */
+		if (unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+		    mount("tmpfs", sub, "tmpfs", 0, "size=256k"))
+			_exit(77);
+		setenv("PROFTOOL_REGIONS", sub, 1);
+		setenv("PROFTOOL_REGIONS_MB", "3", 1);
+		for (int i = 0; i < 50000; i++) {
+			proftool_region_begin("x");
+			proftool_region_end("x");
+		}
+		rgn_set_init(&s);
+		if (rgn_read_dir(&s, sub) == 0 && s.nr_threads == 1) {
+			got[0] = s.threads[0].nr;
+			got[1] = s.dropped + s.threads[0].dropped;
+			got[2] = s.torn;
+			got[3] = s.files;
+		}
+		rgn_set_release(&s);
+		_exit(write(fds[1], got, sizeof(got)) == (ssize_t)sizeof(got) ? 0 : 1);
+	}
+	close(fds[1]);
+	waitpid(child, &status, 0);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		printf("# test_full_disk: skipped, no tmpfs could be mounted here\n");
+		close(fds[0]);
+		return;
+	}
+	/* killed by SIGBUS before pages were made ready */
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	CHECK(read(fds[0], got, sizeof(got)) == (ssize_t)sizeof(got));
+	close(fds[0]);
+	CHECK_EQ_U(got[3], 1);
+	CHECK(got[0] > 0);
+	CHECK(got[1] > 0);
+	CHECK_EQ_U(got[0] + got[1], 100000);
+	CHECK_EQ_U(got[2], 0);
+}
+
 /* Cut and scrambled copies of a real file: read without a crash, never more events than it has. */
 static void test_hostile(void)
 {
@@ -370,6 +434,7 @@ int main(int argc, char **argv)
 	setenv("PROFTOOL_RT", rt, 1);
 	RUN(test_api_and_reader);
 	RUN(test_full_file);
+	RUN(test_full_disk);
 	RUN(test_hostile);
 	RUN(test_reused_tid);
 	{
