@@ -166,9 +166,11 @@ static bool open_file(void)
 
 static void after_fork_child(void);
 
-/* The process's state, set up at the first call. */
+/* The process's state, set up at the first call; errno is the program's (a file name taken, a directory missing). */
 static __attribute__((noinline)) bool ready_slow(void)
 {
+	int errsv = errno;
+
 	if (__atomic_load_n(&rt.state, __ATOMIC_ACQUIRE) != RT_UNKNOWN)
 		return rt.state == RT_ON;
 	pthread_mutex_lock(&rt_lock);
@@ -180,6 +182,7 @@ static __attribute__((noinline)) bool ready_slow(void)
 		__atomic_store_n(&rt.state, open_file() ? RT_ON : RT_OFF, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&rt_lock);
+	errno = errsv;
 	return rt.state == RT_ON;
 }
 
@@ -292,6 +295,7 @@ static void publish(struct name **table, unsigned *nr, unsigned slot, struct nam
 /* The slow way: by the text, under the lock; the name is added when new. */
 static __attribute__((noinline)) uint32_t intern_slow(const char *d, const char *n)
 {
+	int errsv = errno;
 	uint64_t h = hash_text(d, n);
 	unsigned slot = (unsigned)h & (NAME_SLOTS - 1);
 	struct name *e = NULL;
@@ -322,6 +326,7 @@ static __attribute__((noinline)) uint32_t intern_slow(const char *d, const char 
 				free(e->text);
 				free(e);
 				pthread_mutex_unlock(&rt_lock);
+				errno = errsv;
 				return id;
 			}
 			e->dom_ptr = d;
@@ -344,6 +349,7 @@ static __attribute__((noinline)) uint32_t intern_slow(const char *d, const char 
 		publish(by_ptr, &nr_by_ptr, hash_ptrs(d, n), e);
 	id = e ? e->id : id;
 	pthread_mutex_unlock(&rt_lock);
+	errno = errsv;
 	return id;
 }
 

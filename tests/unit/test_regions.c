@@ -4,10 +4,12 @@
  * <proftool.h> API, which loads the runtime (build/libproftool-rt.so) and
  * writes event files; regions/read.c reads them back. Threads, a forked
  * child, names built in a reused buffer, thousands of events over several
- * segments, a file that fills up, a disk that does, files cut short or
- * scrambled, and a file made by hand where a tid was given to two threads.
+ * segments, a file that fills up, a disk that does, errno kept, files cut
+ * short or scrambled, and a file made by hand where a tid was given to two
+ * threads.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <pthread.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -260,6 +263,56 @@ static void test_full_disk(void)
 	CHECK_EQ_U(got[2], 0);
 }
 
+static char self_path[PATH_MAX];
+
+/* In a process of its own (main's --errno): the first call, which loads the runtime, leaves errno alone. */
+static int errno_child(void)
+{
+	errno = ERANGE;
+	proftool_region_begin("e");
+	if (errno != ERANGE) {
+		fprintf(stderr, "# errno %d after the first call\n", errno);
+		return 1;
+	}
+	proftool_region_end("e");
+	return errno == ERANGE ? 0 : 1;
+}
+
+/* Runs errno_child in this program exec'd with PROFTOOL_RT=RT, PROFTOOL_REGIONS=DIR, after making FILE there. */
+static int errno_run(const char *rt, const char *regions, bool take_name)
+{
+	pid_t child = fork();
+	int status;
+
+	if (child == 0) {
+		char name[PATH_MAX + 32];
+
+		if (take_name) {
+			/* the runtime's first name for this process is taken: it tries the next (EEXIST) */
+			snprintf(name, sizeof(name), "%s/%d-c-0.rgn", regions, (int)getpid());
+			close(open(name, O_WRONLY | O_CREAT, 0600));
+		}
+		setenv("PROFTOOL_RT", rt, 1);
+		setenv("PROFTOOL_REGIONS", regions, 1);
+		execl(self_path, self_path, "--errno", (char *)NULL);
+		_exit(127);
+	}
+	waitpid(child, &status, 0);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void test_errno(void)
+{
+	char sub[PATH_MAX + 8];
+	const char *rt = getenv("PROFTOOL_RT");
+
+	snprintf(sub, sizeof(sub), "%s/errno", dir);
+	CHECK(mkdir(sub, 0700) == 0);
+	CHECK_EQ_U(errno_run("/nonexistent/libproftool-rt.so", sub, false), 0);     /* dlopen fails */
+	CHECK_EQ_U(errno_run(rt, "/nonexistent/dir", false), 0);                     /* open fails */
+	CHECK_EQ_U(errno_run(rt, sub, true), 0);                                     /* EEXIST, then made */
+}
+
 /* Cut and scrambled copies of a real file: read without a crash, never more events than it has. */
 static void test_hostile(void)
 {
@@ -419,7 +472,10 @@ int main(int argc, char **argv)
 {
 	char rt[PATH_MAX], self[PATH_MAX];
 
-	(void)argc;
+	if (argc == 2 && !strcmp(argv[1], "--errno"))
+		return errno_child();
+	if (!realpath(argv[0], self_path))
+		return 1;
 	/* build/tests/unit/test_regions -> build/libproftool-rt.so */
 	snprintf(self, sizeof(self), "%s", argv[0]);
 	snprintf(rt, sizeof(rt), "%s/../../libproftool-rt.so", dirname(self));
@@ -435,6 +491,7 @@ int main(int argc, char **argv)
 	RUN(test_api_and_reader);
 	RUN(test_full_file);
 	RUN(test_full_disk);
+	RUN(test_errno);
 	RUN(test_hostile);
 	RUN(test_reused_tid);
 	{
