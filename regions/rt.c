@@ -46,15 +46,19 @@ static struct {
 
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 
+struct name;
+
 /*
  * A thread's segment: its next record goes at pos, and there is room up
- * to end (the part of the segment made ready so far, see room()). All zero in a thread that has none yet (pos == end: the first
- * event takes one), and in the thread that forked, in the child (see
- * after_fork_child: the only thread a child has).
+ * to end (the part of the segment made ready so far, see room()). All zero
+ * in a thread that has none yet (pos == end: the first event takes one),
+ * and in the thread that forked, in the child (see after_fork_child: the
+ * only thread a child has).
  */
 struct rt_thread {
 	struct rgn_record *pos, *end;
 	struct rgn_segment *seg;        /* NULL: none yet, or none could be had */
+	const struct name *last;        /* the name of its last event, NULL when none (see intern) */
 	uint32_t seq;
 	uint32_t tid;
 };
@@ -355,21 +359,26 @@ static __attribute__((noinline)) uint32_t intern_slow(const char *d, const char 
 
 static inline uint32_t intern(const char *d, const char *n)
 {
+	const struct name *e;
 	unsigned slot;
 
 	if (!n)
 		return 0;
 	if (!d)
 		d = "";
+	/* the same address may hold another text by now (a reused buffer): compare */
+	e = rt_self.last;
+	if (e && e->name_ptr == n && e->dom_ptr == d && same(e, d, n))
+		return e->id;   /* an end after its begin, a loop's region: no hash */
 	slot = hash_ptrs(d, n);
 	for (unsigned i = 0; i < PROBES; i++) {
-		struct name *e = __atomic_load_n(&by_ptr[(slot + i) & (NAME_SLOTS - 1)], __ATOMIC_ACQUIRE);
-
+		e = __atomic_load_n(&by_ptr[(slot + i) & (NAME_SLOTS - 1)], __ATOMIC_ACQUIRE);
 		if (!e)
 			break;
-		/* the same address may hold another text by now (a reused buffer): compare */
-		if (e->name_ptr == n && e->dom_ptr == d && same(e, d, n))
+		if (e->name_ptr == n && e->dom_ptr == d && same(e, d, n)) {
+			rt_self.last = e;
 			return e->id;
+		}
 	}
 	return intern_slow(d, n);
 }
