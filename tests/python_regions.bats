@@ -719,7 +719,7 @@ need_module() {
 
 # ---- the cost ----
 
-@test "bench/regions_py.py measures both ways (figures by hand, not checked here)" {
+@test "bench/regions_py.py measures both ways (make bench reads the figures; not checked here)" {
 	use_python debian
 	run "$PY" "$BATS_TEST_DIRNAME/../bench/regions_py.py" --pairs 2000 --runs 1
 	[ "$status" -eq 0 ]
