@@ -4,9 +4,9 @@
  * <proftool.h> API, which loads the runtime (build/libproftool-rt.so) and
  * writes event files; regions/read.c reads them back. Threads, a forked
  * child, names built in a reused buffer, thousands of events over several
- * segments, a file that fills up, a disk that does, errno kept, files cut
- * short or scrambled, and a file made by hand where a tid was given to two
- * threads.
+ * segments, a file that fills up, a disk that does, errno kept, a million
+ * tiny regions from C and from Python, files cut short or scrambled, and a
+ * file made by hand where a tid was given to two threads.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -313,6 +313,124 @@ static void test_errno(void)
 	CHECK_EQ_U(errno_run(rt, sub, true), 0);                                     /* EEXIST, then made */
 }
 
+/* The events of the files in DIR: "tiny" begin/end pairs (an end right after a begin), and the rest. */
+struct tally {
+	uint64_t pairs, begins, ends, other, dropped, torn;
+	size_t files, bad_files;
+};
+
+static struct tally tally_dir(const char *sub)
+{
+	struct tally n = { 0 };
+	struct rgn_set s;
+
+	rgn_set_init(&s);
+	CHECK_EQ_U(rgn_read_dir(&s, sub), 0);
+	n.dropped = s.dropped;
+	n.torn = s.torn;
+	n.files = s.files;
+	n.bad_files = s.bad_files;
+	for (size_t i = 0; i < s.nr_threads; i++) {
+		const struct rgn_thread *t = &s.threads[i];
+
+		n.dropped += t->dropped;
+		for (size_t j = 0; j < t->nr; j++) {
+			const struct rgn_event *e = &t->ev[j];
+			bool tiny = e->name != RGN_NO_NAME && !strcmp(s.names[e->name].name, "tiny") &&
+				    !*s.names[e->name].domain;
+
+			if (tiny && e->kind == RGN_BEGIN)
+				n.begins++;
+			else if (tiny && e->kind == RGN_END)
+				n.ends++;
+			else
+				n.other++;
+			if (tiny && e->kind == RGN_END && j && t->ev[j - 1].kind == RGN_BEGIN &&
+			    t->ev[j - 1].name == e->name)
+				n.pairs++;
+		}
+	}
+	rgn_set_release(&s);
+	return n;
+}
+
+static void check_million(const char *who, const char *sub)
+{
+	struct tally n = tally_dir(sub);
+
+	if (n.pairs != 1000000 || n.begins != 1000000 || n.ends != 1000000 || n.other || n.dropped || n.torn ||
+	    n.files != 1 || n.bad_files)
+		fprintf(stderr, "# %s: %llu pairs, %llu begins, %llu ends, %llu other, %llu dropped, %llu torn, "
+			"%zu files, %zu bad\n", who, (unsigned long long)n.pairs, (unsigned long long)n.begins,
+			(unsigned long long)n.ends, (unsigned long long)n.other, (unsigned long long)n.dropped,
+			(unsigned long long)n.torn, n.files, n.bad_files);
+	CHECK_EQ_U(n.pairs, 1000000);
+	CHECK_EQ_U(n.begins, 1000000);
+	CHECK_EQ_U(n.ends, 1000000);
+	CHECK_EQ_U(n.other, 0);
+	CHECK_EQ_U(n.dropped, 0);
+	CHECK_EQ_U(n.torn, 0);
+	CHECK_EQ_U(n.files, 1);
+}
+
+/*
+ * A million tiny regions at the default sizes (a 256 MiB file, 1 MiB
+ * segments), read back by proftool's reader: every one of them, nothing
+ * dropped. From C, and from Python (the module in the tree's python/, run
+ * by Debian's python3).
+ */
+static void test_million(void)
+{
+	char sub[PATH_MAX + 16], tree[PATH_MAX], py[PATH_MAX + 32], *slash;
+	pid_t child;
+	int status;
+
+	snprintf(sub, sizeof(sub), "%s/million-c", dir);
+	CHECK(mkdir(sub, 0700) == 0);
+	child = fork();
+	if (child == 0) {
+		setenv("PROFTOOL_REGIONS", sub, 1);
+		unsetenv("PROFTOOL_REGIONS_MB");
+		for (int i = 0; i < 1000000; i++) {
+			proftool_region_begin("tiny");
+			proftool_region_end("tiny");
+		}
+		_exit(0);
+	}
+	waitpid(child, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	check_million("C", sub);
+
+	/* BUILD/tests/unit/test_regions -> the tree's python/ */
+	snprintf(tree, sizeof(tree), "%s", self_path);
+	for (int up = 0; up < 4 && (slash = strrchr(tree, '/')); up++)
+		*slash = '\0';
+	snprintf(py, sizeof(py), "%s/python/proftool/__init__.py", tree);
+	if (access("/usr/bin/python3", X_OK) || access(py, R_OK)) {
+		printf("# test_million: Python skipped, no /usr/bin/python3 or no %s\n", py);
+		return;
+	}
+	snprintf(py, sizeof(py), "%s/python", tree);
+	snprintf(sub, sizeof(sub), "%s/million-py", dir);
+	CHECK(mkdir(sub, 0700) == 0);
+	child = fork();
+	if (child == 0) {
+		setenv("PROFTOOL_REGIONS", sub, 1);
+		unsetenv("PROFTOOL_REGIONS_MB");
+		setenv("PYTHONPATH", py, 1);
+		execl("/usr/bin/python3", "python3", "-c",
+		      "import proftool\n"
+		      "assert proftool.enabled()\n"
+		      "for _ in range(1000000):\n"
+		      "    with proftool.region('tiny'):\n"
+		      "        pass\n", (char *)NULL);
+		_exit(127);
+	}
+	waitpid(child, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	check_million("Python", sub);
+}
+
 /* Cut and scrambled copies of a real file: read without a crash, never more events than it has. */
 static void test_hostile(void)
 {
@@ -492,6 +610,7 @@ int main(int argc, char **argv)
 	RUN(test_full_file);
 	RUN(test_full_disk);
 	RUN(test_errno);
+	RUN(test_million);
 	RUN(test_hostile);
 	RUN(test_reused_tid);
 	{
