@@ -98,6 +98,11 @@ $(O)/workloads/%: tests/workloads/dnnl/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_CFLAGS) -o $@ $< -ldnnl
 
+# make bench's timing of named regions (bench/regions.sh runs it), with the reader
+$(O)/bench/regions: bench/regions.c include/proftool.h $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)
+
 # tools that use the library (the rule below builds self-contained ones)
 $(O)/tests/tools/pystack: tests/tools/pystack.c $(O)/libproftool.a
 	@mkdir -p $(dir $@)
@@ -160,9 +165,10 @@ demo: deps
 	$(O)/proftool record -o $(O)/demo.data -- $(O)/workloads/train
 	$(O)/proftool report -i $(O)/demo.data --limit 15
 
+# BENCH_ONLY=regions runs only the named regions' part (bench/regions.sh), perf only the rest
 bench: deps
 	@scripts/deps.sh bench
-	$(MAKE) all $(WL_BINS)
+	$(MAKE) all $(WL_BINS) $(O)/bench/regions
 	bench/run.sh
 
 # proftool's memory over a 10-minute recording (DURATION=SEC for another length); by hand only
@@ -250,8 +256,9 @@ clean:
 # The library is compiled again by a sub-make with O=build-fuzz, clang and
 # -fsanitize=fuzzer-no-link plus ASan/UBSan, so the gcc build is untouched.
 # Seed corpora are made by fuzz/seeds.sh (profiles recorded with the gcc
-# build, copies of real ELF files), never checked in; fuzz/run.sh runs the
-# targets, keeps their corpora in build-fuzz/corpus and fails on a crash.
+# build, copies of real ELF files, small region files), never checked in;
+# fuzz/run.sh runs the targets, keeps their corpora in build-fuzz/corpus and
+# fails on a crash.
 FUZZ_O        := build-fuzz
 FUZZ_CC       := clang
 FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -286,13 +293,19 @@ fuzz-clean:
 	rm -rf $(FUZZ_O)
 
 # fuzz_elf's code without libFuzzer, built like everything else (gcc, into
-# $(O)), so that tests/fuzz.bats can run hostile ELF files through it
+# $(O)), so that tests/fuzz.bats can run hostile ELF files through it ...
 $(O)/tests/tools/fuzz-elf: fuzz/replay.c fuzz/fuzz_elf.c $(O)/libproftool.a
 	@mkdir -p $(dir $@)
 	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ \
 		fuzz/replay.c fuzz/fuzz_elf.c $(O)/libproftool.a $(LDLIBS)
 
-bats: $(O)/tests/tools/fuzz-elf
+# and fuzz_regions_read's, for the region files of tests/fuzz.bats
+$(O)/tests/tools/fuzz-regions: fuzz/replay.c fuzz/fuzz_regions_read.c $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ \
+		fuzz/replay.c fuzz/fuzz_regions_read.c $(O)/libproftool.a $(LDLIBS)
+
+bats: $(O)/tests/tools/fuzz-elf $(O)/tests/tools/fuzz-regions
 
 -include $(wildcard $(O)/fuzz/*.d)
 # ---- end of fuzz -------------------------------------------------------------

@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: MIT
 """What a region costs in Python: ns per `with proftool.region(...)` block, not recording
 (PROFTOOL_REGIONS unset) and recording (into a temporary directory), and per call of a
-decorated function and per mark(). A measurement to run by hand, not a test:
+decorated function and per mark(). bench/regions.sh (make bench) runs it; by hand:
 
     python3 bench/regions_py.py [--pairs N] [--runs R]
 
 Each case runs in a fresh interpreter (whether proftool records is decided at import), R
-times N blocks; the figure is the median run's time per block less that of the same loop
-with an empty body. The module is the tree's python/proftool, unless --installed.
+times N blocks; the figures are the median run's time per block less that of the same
+loop with an empty body: wall-clock time, and the thread's CPU time (which other work on
+the machine does not inflate). The module is the tree's python/proftool, unless
+--installed. The temporary directory is made in $TMPDIR, as `proftool record` makes its.
 """
 
 import argparse
@@ -23,7 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def measure(pairs, runs):
-    """Runs in the child: prints "CASE NS" lines, ns per block (or call, or mark)."""
+    """Runs in the child: prints "CASE<tab>WALL<tab>CPU" lines, ns per block (or call, or
+    mark), then "enabled<tab>BOOL"."""
     import proftool
 
     region = proftool.region
@@ -35,30 +38,33 @@ def measure(pairs, runs):
     def plain():
         pass
 
+    wall, cpu = time.perf_counter_ns, time.thread_time_ns
+
+    # each returns (wall ns, CPU ns) for N iterations
     def empty(n):
-        t = time.perf_counter_ns()
+        t, c = wall(), cpu()
         for _ in range(n):
             pass
-        return time.perf_counter_ns() - t
+        return wall() - t, cpu() - c
 
     def blocks(n):
-        t = time.perf_counter_ns()
+        t, c = wall(), cpu()
         for _ in range(n):
             with region("step"):
                 pass
-        return time.perf_counter_ns() - t
+        return wall() - t, cpu() - c
 
     def calls(n, f):
-        t = time.perf_counter_ns()
+        t, c = wall(), cpu()
         for _ in range(n):
             f()
-        return time.perf_counter_ns() - t
+        return wall() - t, cpu() - c
 
     def marks(n):
-        t = time.perf_counter_ns()
+        t, c = wall(), cpu()
         for _ in range(n):
             proftool.mark("tick")
-        return time.perf_counter_ns() - t
+        return wall() - t, cpu() - c
 
     cases = {
         "with": (blocks, empty),
@@ -66,9 +72,13 @@ def measure(pairs, runs):
         "mark": (marks, empty),
     }
     for case, (timed, base) in cases.items():
-        net = [(timed(pairs) - base(pairs)) / pairs for _ in range(runs)]
-        print("%s %.0f" % (case, statistics.median(net)))
-    print("enabled %s" % proftool.enabled())
+        net_wall, net_cpu = [], []
+        for _ in range(runs):
+            (tw, tc), (bw, bc) = timed(pairs), base(pairs)
+            net_wall.append((tw - bw) / pairs)
+            net_cpu.append((tc - bc) / pairs)
+        print("%s\t%.0f\t%.0f" % (case, statistics.median(net_wall), statistics.median(net_cpu)))
+    print("enabled\t%s" % proftool.enabled())
 
 
 def main():
@@ -88,15 +98,15 @@ def main():
         env["PYTHONPATH"] = os.path.join(HERE, "..", "python")
     cmd = [sys.executable, os.path.abspath(__file__), "--child",
            "--pairs", str(args.pairs), "--runs", str(args.runs)]
-    print("%s, %d blocks x %d runs, ns each (median run, less an empty loop)" %
+    print("%s, %d blocks x %d runs, ns each (median run, less an empty loop): wall, CPU" %
           (sys.version.split()[0], args.pairs, args.runs))
     with tempfile.TemporaryDirectory() as d:
         for label, extra in (("not recording", {}), ("recording", {"PROFTOOL_REGIONS": d})):
             out = subprocess.run(cmd, env=dict(env, **extra), check=True, text=True,
                                  stdout=subprocess.PIPE).stdout
             for line in out.splitlines():
-                case, value = line.rsplit(" ", 1)
-                print("  %-14s %-16s %s" % (label, case, value))
+                case, values = line.split("\t", 1)
+                print("  %-14s %-16s %s" % (label, case, values.replace("\t", " ")))
     return 0
 
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # make bench: proftool against perf, side by side in the same run.
 # Overhead, accuracy, lost samples, profile size, report speed/memory and the
-# time record needs after the target exits. See bench/README.md for the method.
+# time record needs after the target exits; then what named regions cost
+# (bench/regions.sh). See bench/README.md for the method.
 #
 # Environment (for experiments; the defaults are what make bench measures):
 #   O=DIR             build directory (default build), as for make
@@ -10,6 +11,7 @@
 #   BENCH_SCALE=X     multiplies every workload's size (default 1)
 #   BENCH_SAMPLES=N   samples aimed at for the big recording (default 100000)
 #   BENCH_NO_README=1 print the table only; leave bench/README.md alone
+#   BENCH_ONLY=PART   one part only: perf (the comparison) or regions
 set -euo pipefail
 export LC_ALL=C
 
@@ -25,6 +27,12 @@ README=$ROOT/bench/README.md
 T0=$(date +%s)
 
 die() { echo "bench: $*" >&2; exit 1; }
+
+case ${BENCH_ONLY:-} in
+'' | perf) ;;
+regions) exec bench/regions.sh ;;
+*) die "BENCH_ONLY must be perf or regions, not '$BENCH_ONLY'" ;;
+esac
 
 # ---------------------------------------------------------------- preconditions
 command -v perf >/dev/null 2>&1 ||
@@ -550,3 +558,6 @@ if [ "${BENCH_NO_README:-0}" != 1 ]; then
 		echo "bench: bench/README.md has no <!-- bench:start --> / <!-- bench:end --> markers; table not saved" >&2
 	fi
 fi
+
+# ---------------------------------------------------------------- named regions
+[ "${BENCH_ONLY:-}" = perf ] || bench/regions.sh

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Makes the fuzzers' seed corpora: small real profiles and real ELF files.
+# Makes the fuzzers' seed corpora: small real profiles, real ELF files, small region files.
 # Usage: fuzz/seeds.sh BUILD_DIR OUT_DIR
 # BUILD_DIR holds the gcc build (proftool, workloads, workloads-nofp). Nothing
 # here is checked in: profiles are recorded afresh, ELF files copied from the
@@ -11,7 +11,8 @@ build=$1
 out=$2
 prof=$out/fuzz_profile_read
 elf=$out/fuzz_elf
-mkdir -p "$prof" "$elf"
+rgn=$out/fuzz_regions_read
+mkdir -p "$prof" "$elf" "$rgn"
 
 # Records one small profile; a machine that denies perf_event_open falls back
 # to ptrace, one that denies both still gets the hand-made seeds below.
@@ -59,4 +60,7 @@ done
 # the smallest separate debug file there is (libc6-dbg and friends), if any
 dbg=$(find /usr/lib/debug -name '*.debug' -size -128k -size +4k 2>/dev/null | head -n 1)
 [ -n "$dbg" ] && cp "$dbg" "$elf/separate.debug"
+
+# region event files: small hand-made ones (a runtime's are 2 MiB at the least)
+python3 fuzz/rgn_seeds.py "$rgn"
 exit 0

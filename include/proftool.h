@@ -19,12 +19,13 @@
  * glibc's libc since 2.34); otherwise every call is a test of a variable and
  * a return. Regions nest per thread; end them in the reverse order of their
  * begins. Names are copied: a name may be built in a buffer that changes.
- * Safe from any thread, after fork and exec.
+ * Safe from any thread, after fork and exec; errno is left as it was.
  */
 #ifndef PROFTOOL_H
 #define PROFTOOL_H
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -45,8 +46,10 @@ enum { PROFTOOL__BEGIN = 1, PROFTOOL__END = 2, PROFTOOL__MARK = 3, PROFTOOL__PAU
 static const struct proftool_rt_v1 *proftool__rt __attribute__((unused));
 static int proftool__state __attribute__((unused)); /* 0 not yet looked, 1 off, 2 on */
 
+/* The first call: loads the runtime when the program is recorded. Leaves errno as it was. */
 static inline const struct proftool_rt_v1 *proftool__load(void)
 {
+	int errsv = errno;
 	const char *path = getenv("PROFTOOL_RT");
 	const struct proftool_rt_v1 *rt = 0;
 	void *lib = path && *path && getenv("PROFTOOL_REGIONS") ? dlopen(path, RTLD_NOW | RTLD_LOCAL) : 0;
@@ -61,6 +64,7 @@ static inline const struct proftool_rt_v1 *proftool__load(void)
 	}
 	__atomic_store_n(&proftool__rt, rt, __ATOMIC_RELEASE);
 	__atomic_store_n(&proftool__state, rt ? 2 : 1, __ATOMIC_RELEASE);
+	errno = errsv;
 	return rt;
 }
 

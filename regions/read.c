@@ -112,14 +112,18 @@ struct seg_ref {
 	uint32_t tid, seq;
 };
 
-static int by_tid_seq(const void *a, const void *b)
+/*
+ * A thread's segments in the order they were handed out, which is the
+ * order of their offsets (a fetch-and-add of `next`). Not by seq: the
+ * kernel gives the tid of a thread that ended to a later one, whose
+ * segments start again at seq 0, and the two must not be interleaved.
+ */
+static int by_tid_off(const void *a, const void *b)
 {
 	const struct seg_ref *x = a, *y = b;
 
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
-	if (x->seq != y->seq)
-		return x->seq < y->seq ? -1 : 1;
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
@@ -187,7 +191,8 @@ int rgn_parse(struct rgn_set *s, const uint8_t *buf, size_t len)
 	names_size = h.names_size < len - h.header_size ? h.names_size : len - h.header_size;
 	if (h.names_used < names_size)
 		names_size = h.names_used;
-	names_end = (uint64_t)h.header_size + h.names_size;
+	/* where the segments start; past the end (none) when names_size is wild, rather than wrapped */
+	names_end = h.names_size <= len - h.header_size ? h.header_size + h.names_size : len;
 	/* an id is at most one per name entry: a wild next_id allocates no more than the area can name */
 	max_id = h.next_id;
 	if (max_id > names_size / sizeof(struct rgn_name))
@@ -204,11 +209,16 @@ int rgn_parse(struct rgn_set *s, const uint8_t *buf, size_t len)
 		ALLOC_GROW(segs, nr_segs + 1, alloc_segs);
 		segs[nr_segs++] = (struct seg_ref){ off, sh.tid, sh.seq };
 	}
-	QSORT(segs, nr_segs, by_tid_seq);
+	QSORT(segs, nr_segs, by_tid_off);
 	for (size_t i = 0; i < nr_segs; i++) {
 		const uint8_t *seg = buf + segs[i].off;
 
-		if (!t || (uint32_t)t->tid != segs[i].tid) {
+		/*
+		 * A thread's next segment has the next seq; seq 0 (or a seq that
+		 * does not follow) begins another thread that was given the same tid.
+		 */
+		if (!t || (uint32_t)t->tid != segs[i].tid || !segs[i].seq ||
+		    segs[i].seq != segs[i - 1].seq + 1) {
 			struct rgn_segment sh;
 
 			memcpy(&sh, seg, sizeof(sh));

@@ -20,7 +20,11 @@ struct rgn_event {
 	uint16_t kind;                  /* enum rgn_kind */
 };
 
-/* One thread's events from one file, in the order it wrote them. */
+/*
+ * One thread's events from one file, in the order it wrote them. A tid the
+ * kernel gave again to a later thread of the process is another rgn_thread
+ * (after the first one in rgn_set.threads).
+ */
 struct rgn_thread {
 	int32_t pid, tid;
 	char comm[16];

@@ -7,9 +7,10 @@
  * inside somebody else's process.
  *
  * The hot path (one event) is a clock read, a name lookup that is a
- * pointer compare and a strcmp once the name was seen, and a 16-byte store
- * into the thread's own segment: no lock, no system call. A fork resets it,
- * so the child writes a file of its own; an exec starts it afresh.
+ * pointer compare and a compare of the text once the name was seen, and a
+ * 16-byte store into the thread's own segment: no lock, no system call. A
+ * fork resets it, so the child writes a file of its own; an exec starts it
+ * afresh.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,18 +37,29 @@ enum { RT_UNKNOWN, RT_ON, RT_OFF };
 
 static struct {
 	int state;                      /* enum above; read without the lock */
-	uint64_t gen;                   /* bumped by a fork: per-thread state older than it is stale */
+	bool full;                      /* no room left for segments, in the file or on the disk */
+	bool names_full;                /* no room left for a name on the disk */
+	bool no_populate;               /* the kernel has no MADV_POPULATE_WRITE (before 5.14) */
 	struct rgn_header *h;
 	uint8_t *base;
 	uint64_t size;
-} rt = { .gen = 1 };             /* a thread's gen starts at 0: stale */
+} rt;
 
 static pthread_mutex_t rt_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A thread's segment, valid while gen matches rt.gen. */
+struct name;
+
+/*
+ * A thread's segment: its next record goes at pos, and there is room up
+ * to end (the part of the segment made ready so far, see room()). All zero
+ * in a thread that has none yet (pos == end: the first event takes one),
+ * and in the thread that forked, in the child (see after_fork_child: the
+ * only thread a child has).
+ */
 struct rt_thread {
-	uint64_t gen;
-	struct rgn_segment *seg;        /* NULL: none could be had */
+	struct rgn_record *pos, *end;
+	struct rgn_segment *seg;        /* NULL: none yet, or none could be had */
+	const struct name *last;        /* the name of its last event, NULL when none (see intern) */
 	uint32_t seq;
 	uint32_t tid;
 };
@@ -74,6 +86,33 @@ static uint64_t file_bytes(void)
 	if (v < 3)
 		v = 3;
 	return (uint64_t)v << 20;
+}
+
+/*
+ * Pages of the file are given memory (and, on a disk, room in the file
+ * system) before anything is written there, by MADV_POPULATE_WRITE: a full
+ * tmpfs or disk then fails here, where the events can be dropped and
+ * counted, instead of killing the program with SIGBUS at its next store.
+ * Segments are made ready a chunk at a time: a system call every 4096
+ * events, and a thread that records little takes little (the Python writer
+ * reserves its file the same way, with posix_fallocate). Errno is the
+ * program's and is kept.
+ */
+#define CHUNK (64u << 10)
+
+static bool populate(void *p, size_t len)
+{
+	int errsv = errno;
+	bool ok = true;
+
+	if (!__atomic_load_n(&rt.no_populate, __ATOMIC_RELAXED) && madvise(p, len, MADV_POPULATE_WRITE) < 0) {
+		if (errno == EINVAL)
+			__atomic_store_n(&rt.no_populate, true, __ATOMIC_RELAXED);     /* written unprepared, as before */
+		else
+			ok = false;     /* EFAULT: it would have been SIGBUS; ENOMEM */
+	}
+	errno = errsv;
+	return ok;
 }
 
 /* Makes this process's file; false when it cannot (the program then runs unrecorded). */
@@ -107,6 +146,11 @@ static bool open_file(void)
 		unlink(path);
 		return false;
 	}
+	if (!populate(map, RGN_HEADER_SIZE)) {
+		munmap(map, size);
+		unlink(path);
+		return false;
+	}
 	rt.h = map;
 	rt.base = map;
 	rt.size = size;
@@ -127,13 +171,13 @@ static bool open_file(void)
 
 static void after_fork_child(void);
 
-/* The process's state, set up at the first call. */
-static bool ready(void)
+/* The process's state, set up at the first call; errno is the program's (a file name taken, a directory missing). */
+static __attribute__((noinline)) bool ready_slow(void)
 {
-	int st = __atomic_load_n(&rt.state, __ATOMIC_ACQUIRE);
+	int errsv = errno;
 
-	if (st != RT_UNKNOWN)
-		return st == RT_ON;
+	if (__atomic_load_n(&rt.state, __ATOMIC_ACQUIRE) != RT_UNKNOWN)
+		return rt.state == RT_ON;
 	pthread_mutex_lock(&rt_lock);
 	if (rt.state == RT_UNKNOWN) {
 		static bool atfork;
@@ -143,7 +187,15 @@ static bool ready(void)
 		__atomic_store_n(&rt.state, open_file() ? RT_ON : RT_OFF, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&rt_lock);
+	errno = errsv;
 	return rt.state == RT_ON;
+}
+
+static inline bool ready(void)
+{
+	if (__builtin_expect(__atomic_load_n(&rt.state, __ATOMIC_ACQUIRE) == RT_ON, 1))
+		return true;
+	return ready_slow();
 }
 
 /* ---- names ---- */
@@ -185,25 +237,43 @@ static unsigned hash_ptrs(const char *d, const char *n)
 	return (unsigned)(h >> 40) & (NAME_SLOTS - 1);
 }
 
-static bool same(const struct name *e, const char *d, const char *n)
+/* strcmp(A, B) == 0, inline: names are short, and a call into libc costs as much as the compare */
+static inline bool same_text(const char *a, const char *b)
 {
-	return strcmp(e->text, n) == 0 && strcmp(e->domain, d) == 0;
+	for (; *a == *b; a++, b++)
+		if (!*a)
+			return true;
+	return false;
+}
+
+static inline bool same(const struct name *e, const char *d, const char *n)
+{
+	return same_text(e->text, n) && same_text(e->domain, d);
 }
 
 /* Writes a name into the file's names area; its id, or 0 when there is no room. */
 static uint32_t write_name(const char *d, const char *n)
 {
 	size_t dl = strlen(d), nl = strlen(n);
-	uint64_t need, off;
+	uint64_t need, off, start;
 	struct rgn_name *e;
 	uint32_t id;
 
 	if (dl > UINT16_MAX || nl > UINT16_MAX)
 		return 0;
 	need = RGN_NAME_SIZE(dl, nl);
+	if (rt.names_full)
+		return 0;
 	off = __atomic_fetch_add(&rt.h->names_used, need, __ATOMIC_RELAXED);
 	if (off + need > rt.h->names_size)
 		return 0;
+	/* its pages (from the start of the first: madvise takes whole pages) */
+	start = (RGN_HEADER_SIZE + off) & ~(uint64_t)4095;
+	if (!populate(rt.base + start, RGN_HEADER_SIZE + off + need - start)) {
+		/* the entry stays zero, where the reader stops: no name may follow it */
+		rt.names_full = true;
+		return 0;
+	}
 	id = __atomic_add_fetch(&rt.h->next_id, 1, __ATOMIC_RELAXED);
 	e = (struct rgn_name *)(rt.base + RGN_HEADER_SIZE + off);
 	e->domain_len = (uint16_t)dl;
@@ -228,8 +298,9 @@ static void publish(struct name **table, unsigned *nr, unsigned slot, struct nam
 }
 
 /* The slow way: by the text, under the lock; the name is added when new. */
-static uint32_t intern_slow(const char *d, const char *n)
+static __attribute__((noinline)) uint32_t intern_slow(const char *d, const char *n)
 {
+	int errsv = errno;
 	uint64_t h = hash_text(d, n);
 	unsigned slot = (unsigned)h & (NAME_SLOTS - 1);
 	struct name *e = NULL;
@@ -260,6 +331,7 @@ static uint32_t intern_slow(const char *d, const char *n)
 				free(e->text);
 				free(e);
 				pthread_mutex_unlock(&rt_lock);
+				errno = errsv;
 				return id;
 			}
 			e->dom_ptr = d;
@@ -282,51 +354,68 @@ static uint32_t intern_slow(const char *d, const char *n)
 		publish(by_ptr, &nr_by_ptr, hash_ptrs(d, n), e);
 	id = e ? e->id : id;
 	pthread_mutex_unlock(&rt_lock);
+	errno = errsv;
 	return id;
 }
 
-static uint32_t intern(const char *d, const char *n)
+static inline uint32_t intern(const char *d, const char *n)
 {
+	const struct name *e;
 	unsigned slot;
 
 	if (!n)
 		return 0;
 	if (!d)
 		d = "";
+	/* the same address may hold another text by now (a reused buffer): compare */
+	e = rt_self.last;
+	if (e && e->name_ptr == n && e->dom_ptr == d && same(e, d, n))
+		return e->id;   /* an end after its begin, a loop's region: no hash */
 	slot = hash_ptrs(d, n);
 	for (unsigned i = 0; i < PROBES; i++) {
-		struct name *e = __atomic_load_n(&by_ptr[(slot + i) & (NAME_SLOTS - 1)], __ATOMIC_ACQUIRE);
-
+		e = __atomic_load_n(&by_ptr[(slot + i) & (NAME_SLOTS - 1)], __ATOMIC_ACQUIRE);
 		if (!e)
 			break;
-		/* the same address may hold another text by now (a reused buffer): compare */
-		if (e->name_ptr == n && e->dom_ptr == d && same(e, d, n))
+		if (e->name_ptr == n && e->dom_ptr == d && same(e, d, n)) {
+			rt_self.last = e;
 			return e->id;
+		}
 	}
 	return intern_slow(d, n);
 }
 
 /* ---- events ---- */
 
-/* The thread's segment with room for one more record, or NULL (then the event is counted dropped). */
-static struct rgn_segment *segment(void)
+/*
+ * Room for the thread's next record: the next chunk of its segment, or a
+ * new segment (the thread's first, or its last is full). NULL when the
+ * file or the disk has no room left; the event is then counted dropped, in
+ * the thread's last segment or, for a thread that never had one, in the
+ * file's header.
+ */
+static __attribute__((noinline)) struct rgn_record *room(void)
 {
 	struct rt_thread *t = &rt_self;
-	struct rgn_segment *s = t->gen == rt.gen ? t->seg : NULL;
+	struct rgn_segment *s = t->seg;
+	uint8_t *end = (uint8_t *)t->end;
 	uint64_t off;
 
-	if (s && s->used + sizeof(struct rgn_record) <= rt.h->seg_size - sizeof(*s))
-		return s;
-	if (t->gen != rt.gen) {
-		t->gen = rt.gen;
-		t->seg = s = NULL;
-		t->tid = (uint32_t)gettid();
+	if (__atomic_load_n(&rt.full, __ATOMIC_RELAXED))
+		goto full;
+	if (s && end < (uint8_t *)s + RGN_SEG_SIZE) {
+		if (!populate(end, CHUNK))
+			goto no_room;
+		t->end = (struct rgn_record *)(end + CHUNK);
+		return t->pos;
 	}
-	off = __atomic_fetch_add(&rt.h->next, rt.h->seg_size, __ATOMIC_RELAXED);
-	if (off + rt.h->seg_size > rt.size) {
-		/* the file is full: the thread keeps its last segment, to count its drops in */
-		__atomic_fetch_add(s ? &s->dropped : &rt.h->dropped, 1, __ATOMIC_RELAXED);
-		return NULL;
+	off = __atomic_fetch_add(&rt.h->next, RGN_SEG_SIZE, __ATOMIC_RELAXED);
+	if (off + RGN_SEG_SIZE > rt.size || !populate(rt.base + off, CHUNK))
+		goto no_room;
+	if (!s) {
+		int errsv = errno;
+
+		t->tid = (uint32_t)gettid();
+		errno = errsv;
 	}
 	t->seq = s ? t->seq + 1 : 0;
 	s = (struct rgn_segment *)(rt.base + off);
@@ -335,23 +424,33 @@ static struct rgn_segment *segment(void)
 	prctl(PR_GET_NAME, s->comm, 0, 0, 0);
 	__atomic_store_n(&s->magic, RGN_SEG_MAGIC, __ATOMIC_RELEASE);
 	t->seg = s;
-	return s;
+	t->pos = (struct rgn_record *)(s + 1);
+	t->end = (struct rgn_record *)((uint8_t *)s + CHUNK);
+	return t->pos;
+no_room:
+	__atomic_store_n(&rt.full, true, __ATOMIC_RELAXED);
+full:
+	/* the thread keeps its last segment, to count its drops in */
+	__atomic_fetch_add(s ? &s->dropped : &rt.h->dropped, 1, __ATOMIC_RELAXED);
+	return NULL;
 }
 
-static void put(uint32_t id, uint16_t kind)
+static inline void put(uint32_t id, uint16_t kind)
 {
-	uint64_t t = now_ns();
-	struct rgn_segment *s = segment();
-	struct rgn_record *r;
+	uint64_t now = now_ns();
+	struct rt_thread *t = &rt_self;
+	struct rgn_record *r = t->pos;
 
-	if (!s)
+	if (__builtin_expect(r == t->end, 0) && !(r = room()))
 		return;
-	r = (struct rgn_record *)((uint8_t *)(s + 1) + s->used);
-	r->time_ns = t;
+	r->time_ns = now;
 	r->id = id;
 	r->kind = kind;
 	r->flags = 0;
-	__atomic_store_n(&s->used, s->used + sizeof(*r), __ATOMIC_RELEASE);
+	t->pos = r + 1;
+	/* commits the record: the reader takes what lies below `used` */
+	__atomic_store_n(&t->seg->used, (uint64_t)((uint8_t *)t->pos - (uint8_t *)(t->seg + 1)),
+			 __ATOMIC_RELEASE);
 }
 
 void rt_event(const char *domain, const char *name, int kind)
@@ -379,7 +478,10 @@ static void after_fork_child(void)
 	rt.h = NULL;
 	rt.base = NULL;
 	rt.size = 0;
-	rt.gen++;
+	rt.full = false;
+	rt.names_full = false;
+	/* the child's one thread: the one that forked */
+	memset(&rt_self, 0, sizeof(rt_self));
 	pthread_mutex_init(&rt_lock, NULL);
 	/* the name caches stay: their ids are the parent file's, so they are emptied */
 	memset(by_ptr, 0, sizeof(by_ptr));

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # Hostile inputs, hand-made and found by the fuzzers (make fuzz): report prints a report or
-# fails with one 'proftool: ' line in every format, and symbolizing never crashes or hangs.
+# fails with one 'proftool: ' line in every format, symbolizing never crashes or hangs, and
+# the region file reader never crashes or reads what the file cannot hold.
 
 load helpers
 
@@ -269,6 +270,42 @@ EOF
 	set -- "$REGRESS"/*.elf
 	if [ "$#" -gt 0 ]; then
 		run timeout 300 "$TOOLS/fuzz-elf" "$@"
+		[ "$status" -eq 0 ]
+	fi
+}
+
+@test "hostile region files: hand-made, cut and scrambled, read without a crash and checked" {
+	[ -x "$TOOLS/fuzz-regions" ] || skip_or_fail "no $TOOLS/fuzz-regions (make bats builds it)"
+	local f size cut
+	# fuzz/rgn_seeds.py: threads, a tid given twice, a death, broken records, fuzz_regions_read's
+	# findings; fuzz-regions checks what the reader makes of each (and aborts when it is wrong)
+	python3 "$BATS_TEST_DIRNAME/../fuzz/rgn_seeds.py" seeds
+	for f in seeds/*.rgn; do
+		size=$(stat -c %s "$f")
+		for cut in 0 8 79 80 4095 4096 4200 $((size / 2)) $((size - 17)) $((size - 1)); do
+			[ "$cut" -lt "$size" ] && head -c "$cut" "$f" >"$f.cut$cut"
+		done
+	done
+	python3 - seeds/*.rgn <<'PYEOF'
+import random, sys
+rnd = random.Random(7)
+for path in sys.argv[1:]:
+    data = open(path, "rb").read()
+    for k in range(20):
+        d = bytearray(data)
+        for _ in range(8):
+            # mostly the header, the names and the first segment headers
+            at = rnd.randrange(len(d) if k % 2 else min(len(d), 4096 + 512 + 64))
+            d[at] = rnd.randrange(256)
+        open("%s.flip%d" % (path, k), "wb").write(d)
+PYEOF
+	run timeout 120 "$TOOLS/fuzz-regions" seeds/*
+	[ "$status" -eq 0 ] || { echo "status $status: $output" >&2; return 1; }
+	[ "$(ls seeds | wc -l)" -gt 200 ]
+	shopt -s nullglob
+	set -- "$REGRESS"/*.rgn
+	if [ "$#" -gt 0 ]; then
+		run timeout 120 "$TOOLS/fuzz-regions" "$@"
 		[ "$status" -eq 0 ]
 	fi
 }

@@ -395,6 +395,26 @@ procs_files() {
 	[ "$(count end "" fill "$f")" = 40000 ]
 }
 
+@test "a million tiny regions at the default sizes: every one read back, none dropped" {
+	use_python debian
+	local f
+	PROFTOOL_REGIONS=$PWD/rgn "$PY" -c 'import proftool
+assert proftool.enabled()
+for _ in range(1000000):
+    with proftool.region("tiny"):
+        pass'
+	f=$(only_file)
+	rgn_read --summary "$f" >summary.txt
+	[ "$(value size header <summary.txt)" = $((256 * MIB)) ]
+	[ "$(value dropped header <summary.txt)" = 0 ]
+	# 31 segments of 65532 events; the strict reader checks each segment's records and order
+	grep -qx "thread [0-9]* events 2000000 segments 31 dropped 0" summary.txt
+	grep -qx 'count begin domain="" name="tiny" 1000000' summary.txt
+	grep -qx 'count end domain="" name="tiny" 1000000' summary.txt
+	[ "$(grep -c '^count ' summary.txt)" = 2 ]
+	grep -qx "balanced yes" summary.txt
+}
+
 @test "a full file: events dropped and counted, on the thread's last segment or, for a thread with none, in the header" {
 	use_python debian
 	# 4 MiB: the header, the names and two segments (2 x 65532 events)
@@ -719,7 +739,7 @@ need_module() {
 
 # ---- the cost ----
 
-@test "bench/regions_py.py measures both ways (figures by hand, not checked here)" {
+@test "bench/regions_py.py measures both ways (make bench reads the figures; not checked here)" {
 	use_python debian
 	run "$PY" "$BATS_TEST_DIRNAME/../bench/regions_py.py" --pairs 2000 --runs 1
 	[ "$status" -eq 0 ]
