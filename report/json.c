@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The aggregated profile as JSON (--format json, docs/report-json.md), and
- * hierarchical timers (--format timers): the timer tree ML training tools
- * write, with total/self/count/children keyed by name and is_parallel.
+ * The aggregated profile as JSON (--format json, docs/report-json.md), with
+ * the region table, and hierarchical timers (--format timers): the timer
+ * tree ML training tools write, with total/self/count/children keyed by
+ * name and is_parallel.
  */
 #include "report.h"
 
@@ -91,6 +92,8 @@ static json_t *pythons_json(const struct profile_meta *m)
 	return a;
 }
 
+static json_t *region_meta_json(const struct profile *p);
+
 /* The recording, and the same figures as the text header for the kept samples. */
 static json_t *meta_json(const struct profile *p, const struct report_summary *s)
 {
@@ -143,7 +146,114 @@ static json_t *meta_json(const struct profile *p, const struct report_summary *s
 	json_object_set_new(j, "unwind_stops_kept", stops);
 	json_object_set_new(j, "unwind_stops_kept_exact", json_boolean(s->stops_exact));
 	json_object_set_new(j, "python", pythons_json(m));
+	json_object_set_new(j, "regions", region_meta_json(p));
 	return j;
+}
+
+/* ---- regions ---- */
+
+/* What the recording made of the region events: whole-recording figures, whatever the filters keep. */
+static json_t *region_meta_json(const struct profile *p)
+{
+	const struct profile_region_stats *st = &p->meta.regions;
+	json_t *j = json_object(), *pauses = json_array();
+	uint64_t paused = 0;
+
+	json_object_set_new(j, "events", u64(st->events));
+	json_object_set_new(j, "dropped", u64(st->dropped));
+	json_object_set_new(j, "torn", u64(st->torn));
+	json_object_set_new(j, "unbalanced", u64(st->unbalanced));
+	json_object_set_new(j, "open_at_exit", u64(st->open_at_exit));
+	json_object_set_new(j, "paused_events", u64(st->paused));
+	for (size_t i = 0; i < p->nr_pauses; i++) {
+		json_t *s = json_object();
+
+		json_object_set_new(s, "start_ns", u64(p->pauses[i].start_ns));
+		json_object_set_new(s, "end_ns", u64(p->pauses[i].end_ns));
+		json_array_append_new(pauses, s);
+		paused += p->pauses[i].end_ns - p->pauses[i].start_ns;
+	}
+	json_object_set_new(j, "pauses", pauses);
+	json_object_set_new(j, "paused_seconds", secs(paused));
+	return j;
+}
+
+struct row_order {
+	const struct profile *p;
+	char **paths;           /* per row */
+};
+
+/* By domain (the default one first), then total, largest first, then path: --format regions' order. */
+static int region_row_cmp(const void *a, const void *b, void *arg)
+{
+	const struct row_order *c = arg;
+	const struct report_region_row *x = a, *y = b;
+	const struct profile *p = c->p;
+	int r = strcmp(p->region_names[p->region_nodes[x->node].name].domain,
+		       p->region_names[p->region_nodes[y->node].name].domain);
+
+	if (r)
+		return r;
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	return strcmp(c->paths[x->path], c->paths[y->path]);
+}
+
+/*
+ * MXNet's aggregate statistics (count, total, min, max, avg per name and
+ * domain), a row per region path, with self time and the CPU time of the
+ * kept samples inside. The instances are those the filters keep; with
+ * --region, those of the regions it names and of those nested in them.
+ */
+static json_t *regions_json(const struct profile *p, const struct report_filter *f, const bool *keep)
+{
+	struct report_region_totals tot;
+	size_t nr, named;
+	struct report_region_row *v = report_region_stats(p, f, keep, REPORT_SPLIT_NONE, &nr, &tot);
+	bool *inside = f->region ? report_region_inside(p, f->region, &named) : NULL;
+	struct row_order c = { p, xcalloc(nr + 1, sizeof(char *)) };
+	json_t *a = json_array();
+	size_t out = 0;
+
+	for (size_t i = 0; i < nr; i++) {
+		size_t len;
+
+		if (inside && !inside[v[i].node])
+			continue;
+		len = report_region_path(p, v[i].node, NULL, 0);
+		c.paths[out] = xmalloc(len + 1);
+		report_region_path(p, v[i].node, c.paths[out], len + 1);
+		v[out] = v[i];
+		v[out].path = out;
+		out++;
+	}
+	QSORT_R(v, out, region_row_cmp, &c);
+	for (size_t i = 0; i < out; i++) {
+		const struct report_region_row *x = &v[i];
+		const struct profile_region_name *nm = &p->region_names[p->region_nodes[x->node].name];
+		json_t *j = json_object();
+
+		json_object_set_new(j, "path", str(c.paths[x->path]));
+		json_object_set_new(j, "name", str(nm->name));
+		json_object_set_new(j, "domain", str(nm->domain));
+		json_object_set_new(j, "depth", u64(p->region_nodes[x->node].depth));
+		json_object_set_new(j, "count", u64(x->count));
+		json_object_set_new(j, "total", secs(x->total_ns));
+		json_object_set_new(j, "self", secs(x->self_ns));
+		json_object_set_new(j, "min", secs(x->min_ns));
+		json_object_set_new(j, "max", secs(x->max_ns));
+		json_object_set_new(j, "avg", secs(x->count ? x->total_ns / x->count : 0));
+		json_object_set_new(j, "cpu", secs(x->cpu_ns));
+		json_object_set_new(j, "samples", u64(x->samples));
+		json_object_set_new(j, "open_at_exit", u64(x->open));
+		json_array_append_new(a, j);
+	}
+	for (size_t i = 0; i < out; i++)
+		free(c.paths[i]);
+	free(c.paths);
+	free(inside);
+	free(v);
+	return a;
 }
 
 int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
@@ -251,6 +361,7 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 		json_array_append_new(arr, j);
 	}
 	json_object_set_new(root, "stacks", arr);
+	json_object_set_new(root, "regions", regions_json(p, filter, keep));
 	report_tree_release(&t);
 	free(path);
 	free(fs);
