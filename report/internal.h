@@ -83,10 +83,15 @@ int report_write_by_region(FILE *out, const struct profile *p, const struct repo
 
 /* ---- whole-profile formats; each returns 0 or a negative errno ---- */
 
-/* json.c: the aggregated profile (FILTER chose KEEP; the meta says how), and hierarchical timers. */
+/*
+ * json.c: the aggregated profile (FILTER chose KEEP; the meta says how)
+ * with the region table, and hierarchical timers: of the regions FILTER
+ * keeps when the profile has regions, else of the samples KEEP accepts.
+ */
 int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
 		      const bool *keep);
-int report_write_timers(FILE *out, const struct profile *p, const bool *keep);
+int report_write_timers(FILE *out, const struct profile *p, const struct report_filter *filter,
+			const bool *keep);
 
 /* speedscope.c: speedscope's file format, one sampled profile per thread. */
 int report_write_speedscope(FILE *out, const struct profile *p, const bool *keep);

@@ -75,7 +75,7 @@ static int write_export(FILE *out, const struct profile *p, const struct report_
 	case REPORT_JSON:
 		return report_write_json(out, p, &o->filter, keep);
 	case REPORT_TIMERS:
-		return report_write_timers(out, p, keep);
+		return report_write_timers(out, p, &o->filter, keep);
 	case REPORT_SPEEDSCOPE:
 		return report_write_speedscope(out, p, keep);
 	case REPORT_CHROME:

@@ -107,3 +107,53 @@ assert m["paused_events"] >= 1 and "paused_region" not in {r["name"] for r in pa
 assert plain["regions"] == [] and plain["meta"]["regions"]["events"] == 0
 ' domains.json pause.json plain.json pause.profile.json
 }
+
+# ---- timers ----
+
+@test "timers: the tree of region paths with real counts and durations, ML-Agents' shape" {
+	"$PROFTOOL" report --format timers -o nest.timers.json nest.data
+	py '
+t, d = docs
+rows = {r["path"]: r for r in d["regions"]}
+assert t["name"] == "root" and t["count"] == 1 and "is_parallel" not in t
+assert list(t["children"]) == ["outer"], list(t["children"])
+o = t["children"]["outer"]
+assert list(o["children"]) == ["inner"]
+i = o["children"]["inner"]
+assert (o["count"], i["count"]) == (10, 50) and i["children"] == {}
+assert abs(o["total"] - rows["outer"]["total"]) < 1e-8 and abs(i["total"] - rows["outer/inner"]["total"]) < 1e-8
+# ML-Agents: self is the total less the children totals, never below 0
+assert abs(o["self"] - (o["total"] - i["total"])) < 1e-8 and i["self"] == i["total"]
+assert abs(t["self"] - max(0, t["total"] - o["total"])) < 1e-8
+# the root is the recording, as the root of ML-Agents is the time since the timers started
+assert abs(t["total"] - d["meta"]["duration_ns"] / 1e9) < 1e-6 and t["total"] >= o["total"]
+assert "is_parallel" not in o and "is_parallel" not in i
+assert t["metadata"]["timer_format_version"] and "wall-clock" in t["metadata"]["unit"]
+' nest.timers.json nest.json
+}
+
+@test "timers: subtrees from other threads and processes are is_parallel, the main thread's are not" {
+	"$PROFTOOL" report --format timers -o threads.timers.json threads.data
+	"$PROFTOOL" report --format timers -o procs.timers.json procs.data
+	# two recordings merged: the second one's main thread is not the first one's
+	"$PROFTOOL" report --format timers -o twice.timers.json nest.data nest.data
+	py '
+thr, procs, twice = docs
+# 4 threads, each 20 x its own region: merged from workers, so parallel
+assert sorted(thr["children"]) == ["t0", "t1", "t2", "t3"], thr["children"]
+for k, v in thr["children"].items():
+    assert v["count"] == 20 and v.get("is_parallel") is True and v["children"] == {}, (k, v)
+# procs: the parent (main thread) has parent/in_parent; the forked child in_child; the
+# one it execs outer/inner
+c = procs["children"]
+assert sorted(c) == ["in_child", "outer", "parent"], sorted(c)
+assert "is_parallel" not in c["parent"] and c["parent"]["count"] == 1
+assert list(c["parent"]["children"]) == ["in_parent"] and c["parent"]["children"]["in_parent"]["count"] == 4
+assert "is_parallel" not in c["parent"]["children"]["in_parent"]
+assert c["in_child"]["count"] == 4 and c["in_child"]["is_parallel"] is True
+assert c["outer"]["count"] == 10 and c["outer"]["is_parallel"] is True
+assert c["outer"]["children"]["inner"]["count"] == 50 and c["outer"]["children"]["inner"]["is_parallel"] is True
+o = twice["children"]["outer"]
+assert o["count"] == 20 and o["children"]["inner"]["count"] == 100 and o["is_parallel"] is True
+' threads.timers.json procs.timers.json twice.timers.json
+}
