@@ -157,3 +157,41 @@ o = twice["children"]["outer"]
 assert o["count"] == 20 and o["children"]["inner"]["count"] == 100 and o["is_parallel"] is True
 ' threads.timers.json procs.timers.json twice.timers.json
 }
+
+# ---- pprof ----
+
+@test "pprof: samples carry region and region_name labels; go tool pprof -tagfocus selects them" {
+	need "$GO" golang-go
+	"$PROFTOOL" report --format pprof -o nest.pb.gz nest.data
+	# the samples taken in each region, innermost: outer's own are outer's less inner's
+	read -r inner outer <<<"$(py '
+rows = {r["path"]: r for r in docs[0]["regions"]}
+print(rows["outer/inner"]["samples"], rows["outer"]["samples"] - rows["outer/inner"]["samples"])' nest.json)"
+	run --separate-stderr "$GO" tool pprof -tags -sample_index=samples nest.pb.gz
+	[ "$status" -eq 0 ]
+	echo "$output"
+	# "region: Total N" then "COUNT (P%): VALUE" lines (pprof 2025 adds "of TOTAL (P%)")
+	tag() {
+		awk -v k="$1:" -v v="$2" '/^ *[a-z_]+: Total / { sec = $1; next }
+			sec == k && $NF == v { print $1 + 0; exit }' <<<"$output"
+	}
+	[ "$(tag region outer/inner)" = "$inner" ]
+	[ "$(tag region outer)" = "$outer" ]
+	[ "$(tag region_name inner)" = "$inner" ]
+	# -tagfocus takes a regular expression on the label's value
+	run --separate-stderr "$GO" tool pprof -top -nodecount=100 -sample_index=samples \
+		-tagfocus 'region=^outer/inner$' nest.pb.gz
+	[ "$status" -eq 0 ]
+	echo "$output"
+	grep -qE ' inner_spin$' <<<"$output"
+	! grep -qE ' outer_spin$' <<<"$output"
+	[[ "$output" == *"accounting for $inner, "* ]]
+	run --separate-stderr "$GO" tool pprof -top -nodecount=100 -tagfocus 'region=^outer$' nest.pb.gz
+	[ "$status" -eq 0 ]
+	grep -qE ' outer_spin$' <<<"$output"
+	! grep -qE ' inner_spin$' <<<"$output"
+	run --separate-stderr "$GO" tool pprof -top -nodecount=100 -tagfocus 'region_name=inner' nest.pb.gz
+	[ "$status" -eq 0 ]
+	grep -qE ' inner_spin$' <<<"$output"
+	! grep -qE ' outer_spin$' <<<"$output"
+}
