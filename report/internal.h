@@ -93,11 +93,19 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 int report_write_timers(FILE *out, const struct profile *p, const struct report_filter *filter,
 			const bool *keep);
 
-/* speedscope.c: speedscope's file format, one sampled profile per thread. */
-int report_write_speedscope(FILE *out, const struct profile *p, const bool *keep);
+/*
+ * speedscope.c: speedscope's file format, one sampled profile per thread
+ * of the samples KEEP accepts, and an evented one of the regions F keeps.
+ */
+int report_write_speedscope(FILE *out, const struct profile *p, const struct report_filter *f,
+			    const bool *keep);
 
-/* chrome.c: Chrome trace event JSON, a timeline per process and thread. */
-int report_write_chrome(FILE *out, const struct profile *p, const bool *keep);
+/*
+ * chrome.c: Chrome trace event JSON, a timeline per process and thread of
+ * the samples KEEP accepts, and one of the regions and marks F keeps.
+ */
+int report_write_chrome(FILE *out, const struct profile *p, const struct report_filter *f,
+			const bool *keep);
 
 /* pprof.c: gzip-compressed profile.proto. */
 int report_write_pprof(FILE *out, const struct profile *p, const bool *keep);

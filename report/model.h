@@ -156,6 +156,40 @@ struct report_region_row *report_region_stats(const struct profile *p, const str
 					      const bool *keep, enum report_region_split split,
 					      size_t *nr, struct report_region_totals *tot);
 
+/* ---- regions.c: what the exports show of the regions ---- */
+
+/*
+ * Per instance of P: whether the exports show it: kept by F's thread and
+ * time filters (report_region_kept) and, with F->region, an instance of a
+ * region F names or of one nested in it. An array of p->nr_regions
+ * entries to free; *NR (when not NULL) receives how many are shown.
+ */
+bool *report_regions_shown(const struct profile *p, const struct report_filter *f, size_t *nr);
+
+/*
+ * Per mark of P: whether the exports show it: kept by F's thread and time
+ * filters and, with F->region, inside an instance SHOWN (from
+ * report_regions_shown) on its own thread. An array of p->nr_marks entries
+ * to free; *NR (when not NULL) receives how many.
+ */
+bool *report_marks_shown(const struct profile *p, const struct report_filter *f, const bool *shown,
+			 size_t *nr);
+
+/*
+ * The instances SHOWN (from report_regions_shown) as a timeline draws
+ * them, by thread then start, outer first: each inside its parent or
+ * apart from it. An instance that begins inside another and ends after
+ * it (only a damaged file has one) ends with it here. An array of *NR
+ * spans to free.
+ */
+struct report_span {
+	size_t region;          /* index into p->regions */
+	uint32_t thread;
+	uint64_t start_ns, end_ns; /* end_ns no later than the parent's */
+	size_t parent;          /* index of the enclosing span, SIZE_MAX at the thread's top */
+};
+struct report_span *report_region_spans(const struct profile *p, const bool *shown, size_t *nr);
+
 /* ---- summary.c: the figures of the header ---- */
 
 /* Why some stacks ended before a thread's entry, and how many. */

@@ -77,9 +77,9 @@ static int write_export(FILE *out, const struct profile *p, const struct report_
 	case REPORT_TIMERS:
 		return report_write_timers(out, p, &o->filter, keep);
 	case REPORT_SPEEDSCOPE:
-		return report_write_speedscope(out, p, keep);
+		return report_write_speedscope(out, p, &o->filter, keep);
 	case REPORT_CHROME:
-		return report_write_chrome(out, p, keep);
+		return report_write_chrome(out, p, &o->filter, keep);
 	case REPORT_PPROF:
 		return report_write_pprof(out, p, keep);
 	case REPORT_SVG:

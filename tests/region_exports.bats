@@ -50,6 +50,57 @@ region_rows() {
 # Checks that the complete events of every (pid, tid) of a Chrome trace nest as a reader
 # sees them: ts + dur summed as doubles, a child inside its parent, siblings apart.
 # Prints "pid tid events" per track.
+check_nesting() {
+	py '
+import collections
+tracks = collections.defaultdict(list)
+for e in docs[0]["traceEvents"]:
+    if e["ph"] == "X":
+        tracks[(e["pid"], e["tid"])].append(e)
+for (pid, tid), evs in sorted(tracks.items()):
+    assert [e["ts"] for e in evs] == sorted(e["ts"] for e in evs), ("not sorted by ts", pid, tid)
+    stack = []
+    for e in evs:
+        s, end = e["ts"], e["ts"] + e["dur"]
+        while stack and not (stack[-1][0] <= s and end <= stack[-1][1] and
+                             not (s == stack[-1][1] and stack[-1][1] > stack[-1][0])):
+            assert s >= stack[-1][1], ("overlap", pid, tid, e, stack[-1])
+            stack.pop()
+        stack.append((s, end))
+    print(pid, tid, len(evs))
+' "$1"
+}
+
+# Checks the evented profiles of a speedscope file as speedscope's importer does
+# (CallTreeProfileBuilder): every C closes the innermost open frame, "at" never goes back and
+# stays within startValue..endValue, nothing is left open. Prints "NAME FRAME COUNT SECONDS"
+# per profile and frame name.
+check_evented() {
+	py '
+import collections
+d = docs[0]
+frames = d["shared"]["frames"]
+for p in d["profiles"]:
+    if p["type"] != "evented":
+        continue
+    assert p["unit"] == "nanoseconds"
+    stack, last, n, t = [], p["startValue"], collections.Counter(), collections.Counter()
+    for ev in p["events"]:
+        assert ev["at"] >= last and ev["at"] <= p["endValue"], (p["name"], ev, last)
+        last = ev["at"]
+        if ev["type"] == "O":
+            stack.append((ev["frame"], ev["at"]))
+        else:
+            assert ev["type"] == "C" and stack and stack[-1][0] == ev["frame"], (p["name"], ev, stack[-1:])
+            f, at = stack.pop()
+            n[frames[f]["name"]] += 1
+            t[frames[f]["name"]] += ev["at"] - at
+    assert not stack, (p["name"], "left open", stack)
+    for name in sorted(n):
+        print(p["name"], name, n[name], "%.9f" % (t[name] / 1e9))
+' "$1"
+}
+
 # ---- json ----
 
 @test "json: the region table, MXNet's count/total/min/max/avg per path, with self, cpu and domain" {
@@ -158,6 +209,156 @@ assert o["count"] == 20 and o["children"]["inner"]["count"] == 100 and o["is_par
 ' threads.timers.json procs.timers.json twice.timers.json
 }
 
+# ---- Chrome trace ----
+
+@test "chrome: regions as complete events with their exact times, on a track next to their thread's" {
+	"$PROFTOOL" report --format chrome -o nest.trace.json nest.data
+	check_nesting nest.trace.json
+	py '
+tr, d = docs
+evs = tr["traceEvents"]
+names = {(e["pid"], e["tid"]): e["args"]["name"] for e in evs if e["name"] == "thread_name"}
+regions = [e for e in evs if e["ph"] == "X" and e.get("cat") == "region"]
+(track,) = {(e["pid"], e["tid"]) for e in regions}
+(thread,) = [k for k, v in names.items() if k != track]
+assert names[track] == "regions [regions, tid %d]" % thread[1], names
+assert track[0] == thread[0]
+# no function slice on the regions track, no region on the thread track
+assert all(e.get("cat") == "region" for e in evs if e["ph"] == "X" and (e["pid"], e["tid"]) == track)
+count = {n: sum(e["name"] == n for e in regions) for n in ("outer", "inner")}
+assert count == {"outer": 10, "inner": 50}, count
+assert {e["args"]["path"] for e in regions if e["name"] == "inner"} == {"outer/inner"}
+rows = {r["path"]: r for r in d["regions"]}
+for name, path in (("outer", "outer"), ("inner", "outer/inner")):
+    total = sum(e["dur"] for e in regions if e["name"] == name)
+    # microseconds to the nanosecond: the table to the nanosecond, less a rounding nanosecond at most per event
+    assert abs(total / 1e6 - rows[path]["total"]) <= count[name] * 2e-9, (name, total, rows[path])
+    assert min(e["dur"] for e in regions if e["name"] == name) / 1e6 >= rows[path]["min"] - 2e-9
+# fractional microseconds: the exact times, not the whole microseconds of the sample slices
+assert any(e["ts"] != int(e["ts"]) for e in regions)
+' nest.trace.json nest.json
+}
+
+@test "chrome: marks are thread-scoped instant events; the category is the domain, or region" {
+	"$PROFTOOL" report --format chrome -o domains.trace.json domains.data
+	check_nesting domains.trace.json
+	py '
+evs = docs[0]["traceEvents"]
+marks = [e for e in evs if e["ph"] == "i"]
+assert len(marks) == 5 and all(e["s"] == "t" and e["name"] == "net::tick" and e["cat"] == "net" for e in marks), marks
+regions = [e for e in evs if e["ph"] == "X" and "cat" in e]
+assert sorted({(e["name"], e["cat"]) for e in regions}) == [("net::step", "net"), ("step", "region")]
+assert len(regions) == 20
+assert {(e["pid"], e["tid"]) for e in marks} == {(e["pid"], e["tid"]) for e in regions}
+' domains.trace.json
+}
+
+@test "chrome: each thread's regions on its own track, none attributed to another thread" {
+	"$PROFTOOL" report --format chrome -o threads.trace.json threads.data
+	run check_nesting threads.trace.json
+	[ "$status" -eq 0 ]
+	py '
+import collections
+evs = docs[0]["traceEvents"]
+names = {(e["pid"], e["tid"]): e["args"]["name"] for e in evs if e["name"] == "thread_name"}
+by = collections.defaultdict(collections.Counter)
+for e in evs:
+    if e["ph"] == "X" and e.get("cat") == "region":
+        by[names[(e["pid"], e["tid"])]][e["name"]] += 1
+assert len(by) == 4, by
+for track, c in by.items():
+    # one region per track, 20 times, on the track of the thread that ran it
+    (name, n), = c.items()
+    assert n == 20, (track, c)
+    tid = int(track.split("tid ")[1].rstrip("]"))
+    work = [e for e in evs if e["ph"] == "X" and e["name"] == "work_" + name]
+    assert work and {e["tid"] for e in work} == {tid}, (track, {e["tid"] for e in work})
+' threads.trace.json
+}
+
+@test "chrome: speedscope's app imports the trace and shows the regions track" {
+	need_browser speedscope
+	"$PROFTOOL" report --format chrome -o nest.trace.json nest.data
+	run "$NODE" "$BATS_TEST_DIRNAME/tools/speedscope_check.js" --switch nest.trace.json \
+		"$BATS_TEST_TMPDIR/chrome.png" "[regions, tid " outer inner
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
+# ---- speedscope ----
+
+@test "speedscope: an evented profile of the regions next to each thread's sampled profile" {
+	"$PROFTOOL" report --format speedscope -o nest.speedscope.json nest.data
+	run check_evented nest.speedscope.json
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 2 ]
+	EVENTED=$output py '
+ss, d = docs
+rows = {r["path"]: r for r in d["regions"]}
+kinds = [(p["type"], p["name"]) for p in ss["profiles"]]
+assert len(kinds) == 2 and kinds[0][0] == "sampled" and kinds[1] == ("evented", kinds[0][1] + " regions"), kinds
+assert ss["activeProfileIndex"] == 0
+ev = ss["profiles"][1]
+frames = ss["shared"]["frames"]
+opened = [frames[e["frame"]]["name"] for e in ev["events"] if e["type"] == "O"]
+assert opened.count("outer") == 10 and opened.count("inner") == 50 and len(opened) == 60
+# the exact nanoseconds of each instance: its total to the nanosecond
+out = {}
+for line in os.environ["EVENTED"].splitlines():
+    name, frame, n, secs = line.rsplit(" ", 3)
+    out[frame] = (int(n), float(secs))
+assert out["outer"] == (10, round(rows["outer"]["total"], 9)), (out, rows["outer"])
+assert out["inner"] == (50, round(rows["outer/inner"]["total"], 9)), (out, rows["outer/inner"])
+' nest.speedscope.json nest.json
+}
+
+@test "speedscope: the file validates against the bundled schema, and the app shows the regions" {
+	need_browser speedscope
+	schema=$CONSUMERS/node_modules/speedscope/dist/release/file-format-schema.json
+	"$PROFTOOL" report --format speedscope -o threads.speedscope.json threads.data
+	check_evented threads.speedscope.json >evented
+	[ "$(awk '{ print $(NF - 1) }' evented | sort -u)" = 20 ]
+	[ "$(wc -l <evented)" -eq 4 ]
+	py '
+schema, doc = docs
+types = {"object": dict, "array": list, "string": str, "number": (int, float)}
+def check(v, s, where):
+    if "$ref" in s:
+        return check(v, schema["definitions"][s["$ref"].split("/")[-1]], where)
+    if "anyOf" in s:
+        errs = []
+        for alt in s["anyOf"]:
+            try:
+                return check(v, alt, where)
+            except AssertionError as e:
+                errs.append(str(e))
+        raise AssertionError("%s matches no alternative: %s" % (where, errs))
+    if "type" in s:
+        assert isinstance(v, types[s["type"]]) and not isinstance(v, bool), (where, "not a", s["type"])
+    if "const" in s:
+        assert v == s["const"], (where, v, "!=", s["const"])
+    if "enum" in s:
+        assert v in s["enum"], (where, v, "not in", s["enum"])
+    for k in s.get("required", []):
+        assert k in v, (where, "lacks", k)
+    for k, sub in s.get("properties", {}).items():
+        if k in v:
+            check(v[k], sub, where + "." + k)
+    if "items" in s:
+        for i, x in enumerate(v):
+            check(x, s["items"], "%s[%d]" % (where, i))
+check(doc, schema["definitions"]["FileFormat.File"], "file")
+assert sum(p["type"] == "evented" for p in doc["profiles"]) == 4
+' "$schema" threads.speedscope.json
+	"$PROFTOOL" report --format speedscope -o nest.speedscope.json nest.data
+	title=$(py 'print([p["name"] for p in docs[0]["profiles"] if p["type"] == "evented"][0])' nest.speedscope.json)
+	run "$NODE" "$BATS_TEST_DIRNAME/tools/speedscope_check.js" --switch nest.speedscope.json \
+		"$BATS_TEST_TMPDIR/speedscope.png" "$title" outer inner
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
 # ---- pprof ----
 
 @test "pprof: samples carry region and region_name labels; go tool pprof -tagfocus selects them" {
@@ -194,4 +395,86 @@ print(rows["outer/inner"]["samples"], rows["outer"]["samples"] - rows["outer/inn
 	[ "$status" -eq 0 ]
 	grep -qE ' inner_spin$' <<<"$output"
 	! grep -qE ' outer_spin$' <<<"$output"
+}
+
+# ---- nesting that only a reader's rounding or a damaged file can break ----
+
+# edge_profile: writes edge.json, a profile (plain JSON) whose regions end together, are
+# empty, or overlap without nesting as only a damaged file has them
+edge_profile() {
+	# times around an hour into a recording, odd nanoseconds: the sums a reader makes of
+	# ts + dur in doubles round, and a region ending with its parent must not end after it
+	python3 - <<'EOF'
+import json
+H = 3600 * 10**9
+inst = [  # (node, start, end): A, B in A, C in B, all ending together
+    (0, H + 1, H + 3000003), (1, H + 1, H + 3000003), (2, H + 2000002, H + 3000003),
+    (0, H + 3000003, H + 3000003),                     # empty, where the last one ended
+    (0, H + 4000001, H + 6000007), (1, H + 4000001, H + 4000001),  # an empty child at its start
+    (0, H + 7000000, H + 9000000), (1, H + 8000000, H + 9500000),  # damaged: B ends after A
+    (0, H + 9000000, H + 9999999),                      # begins where A ended
+    # B's ts + dur rounds past its end as doubles: it ends with A, the next A begins there
+    (0, H + 20451000, H + 21121075), (1, H + 20451589, H + 21121075), (0, H + 21121075, H + 21200000)]
+starts = [s for _, s, _ in inst]
+p = {"format": "proftool-profile", "version": 1,
+     "meta": {"command": "synthetic", "period_ns": 1000000, "freq": 1000, "duration_ns": H + 10**7,
+              "regions": {"events": 18, "dropped": 0, "torn": 0, "unbalanced": 0, "open_at_exit": 0, "paused": 0}},
+     "functions": {"name": ["main", "work"], "module": ["m", "m"], "file": [None, None], "line": [0, 0]},
+     "locations": {"function": [0, 1], "line": [0, 0]},
+     "stacks": {"parent": [-1, 0], "location": [0, 1]},
+     "processes": [{"pid": 10, "ppid": 1, "comm": "syn", "cmdline": None}],
+     "threads": [{"tid": 10, "process": 0, "comm": "syn"}],
+     "regions": {"names": {"domain": ["", "", ""], "name": ["A", "B", "C"]},
+                 "nodes": {"parent": [-1, 0, 1], "name": [0, 1, 2]},
+                 "pauses": {"start_ns": [], "end_ns": []}},
+     "region_instances": {"thread": [0] * len(inst), "node": [n for n, _, _ in inst],
+                          "start_ns_delta": [s - (starts[i - 1] if i else 0) for i, s in enumerate(starts)],
+                          "duration_ns": [e - s for _, s, e in inst], "flags": [0] * len(inst)},
+     "region_marks": {"thread": [0], "name": [2], "time_ns": [H + 2500000]},
+     "samples": {"time_us_delta": [H // 1000 + 2500, 1000], "thread": [0, 0], "stack": [1, 1], "region": [2, 0]}}
+json.dump(p, open("edge.json", "w"))
+EOF
+}
+
+@test "regions ending together, empty regions and a damaged overlap still nest in chrome and speedscope" {
+	edge_profile
+	"$PROFTOOL" report --format chrome -o edge.trace.json edge.json
+	"$PROFTOOL" report --format speedscope -o edge.speedscope.json edge.json
+	run check_nesting edge.trace.json
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *" 12" ]]
+	run check_evented edge.speedscope.json
+	echo "$output"
+	[ "$status" -eq 0 ]
+	py '
+tr, ss = docs
+xs = [e for e in tr["traceEvents"] if e["ph"] == "X" and e.get("cat") == "region"]
+assert [e["name"] for e in xs] == ["A", "B", "C", "A", "A", "B", "A", "B", "A", "A", "B", "A"], [e["name"] for e in xs]
+# exact where nothing had to give: the first C, 1 ms to the nanosecond
+assert xs[2]["ts"] == 3600002000.002 and xs[2]["dur"] == 1000.001, xs[2]
+# the damaged B ends with its A
+assert xs[7]["ts"] + xs[7]["dur"] <= xs[6]["ts"] + xs[6]["dur"], (xs[6], xs[7])
+# where the sum would round past the end, the duration gives a nanosecond or two, no more
+assert 3600020451.589 + 669.486 > 3600021121.075
+assert xs[10]["ts"] == 3600020451.589 and 669.484 <= xs[10]["dur"] < 669.486, xs[10]
+assert xs[10]["ts"] + xs[10]["dur"] <= min(xs[9]["ts"] + xs[9]["dur"], xs[11]["ts"]), xs[9:]
+(mark,) = [e for e in tr["traceEvents"] if e["ph"] == "i"]
+assert mark["name"] == "C" and mark["ts"] == 3600002500
+' edge.trace.json edge.speedscope.json
+}
+
+@test "speedscope's app imports the edge cases, evented and as a trace" {
+	need_browser speedscope
+	edge_profile
+	"$PROFTOOL" report --format speedscope -o edge.speedscope.json edge.json
+	"$PROFTOOL" report --format chrome -o edge.trace.json edge.json
+	run "$NODE" "$BATS_TEST_DIRNAME/tools/speedscope_check.js" --switch edge.speedscope.json \
+		"$BATS_TEST_TMPDIR/edge.png" "syn (pid 10, tid 10) regions" A B C
+	echo "$output"
+	[ "$status" -eq 0 ]
+	run "$NODE" "$BATS_TEST_DIRNAME/tools/speedscope_check.js" --switch edge.trace.json \
+		"$BATS_TEST_TMPDIR/edge-trace.png" "[regions, tid 10]" A B C
+	echo "$output"
+	[ "$status" -eq 0 ]
 }
