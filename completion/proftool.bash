@@ -21,7 +21,8 @@ _proftool_options()
 		;;
 	report)
 		opts='-i --sort --format --min-percent --match --lines --limit --per-thread
-			--per-process --time-range --pid --tid --comm --state -o -h --help'
+			--per-process --time-range --pid --tid --comm --state --region-frames -o -h
+			--help'
 		args='-i --sort --format --min-percent --match --limit --time-range --pid --tid
 			--comm --state -o'
 		;;

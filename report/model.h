@@ -99,8 +99,10 @@ size_t *report_samples_by_thread(const struct profile *p, const bool *keep, size
  * Folded stacks of the samples KEEP accepts: "root;...;leaf" by
  * report_func_name() (';' in names made ':'), one entry per distinct text, sorted by
  * text. PREFIX, when not NULL, is put before the root as a frame of its
- * own. Returns the array (*NR entries), owned by the caller: free each
- * text, then the array (report_folded_free).
+ * own; with REGION_FRAMES, the path of the region each sample was taken
+ * in comes next, a frame per region (report_region_frames). Returns the
+ * array (*NR entries), owned by the caller: free each text, then the
+ * array (report_folded_free).
  */
 struct report_folded {
 	char *text;
@@ -108,7 +110,7 @@ struct report_folded {
 	uint64_t weight_ns;     /* their summed weight */
 };
 struct report_folded *report_folded_lines(const struct profile *p, const bool *keep,
-					  const char *prefix, size_t *nr);
+					  const char *prefix, bool region_frames, size_t *nr);
 void report_folded_free(struct report_folded *lines, size_t nr);
 
 /* Per thread of P: whether F's --pid/--tid/--comm keep it (an array to free). */
@@ -158,6 +160,9 @@ struct report_region_row *report_region_stats(const struct profile *p, const str
 
 /* ---- regions.c: what the exports show of the regions ---- */
 
+/* The frame --region-frames gives a region, before its label: "[region] outer". */
+#define REPORT_REGION_FRAME "[region] "
+
 /*
  * Per instance of P: whether the exports show it: kept by F's thread and
  * time filters (report_region_kept) and, with F->region, an instance of a
@@ -189,6 +194,12 @@ struct report_span {
 	size_t parent;          /* index of the enclosing span, SIZE_MAX at the thread's top */
 };
 struct report_span *report_region_spans(const struct profile *p, const bool *shown, size_t *nr);
+
+/*
+ * Region node NODE's path as folded frames, outermost first:
+ * "[region] outer;[region] inner" (';' in a name made ':'). A string to free.
+ */
+char *report_region_frames(const struct profile *p, uint32_t node);
 
 /* ---- summary.c: the figures of the header ---- */
 

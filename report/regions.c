@@ -623,3 +623,33 @@ struct report_span *report_region_spans(const struct profile *p, const bool *sho
 	*nr = n;
 	return v;
 }
+
+char *report_region_frames(const struct profile *p, uint32_t node)
+{
+	char *buf = NULL;
+	size_t len = 0, depth = 0, alloc = 0;
+	uint32_t *chain = NULL;
+	FILE *m;
+
+	for (uint32_t a = node; a != PROFILE_NONE; a = p->region_nodes[a].parent) {
+		ALLOC_GROW(chain, depth + 1, alloc);
+		chain[depth++] = a;
+	}
+	m = open_memstream(&buf, &len);
+	if (!m)
+		xmalloc(SIZE_MAX);	/* reports out of memory */
+	while (depth--) {
+		char label[1024];
+
+		profile_region_label(p, p->region_nodes[chain[depth]].name, label, sizeof(label));
+		fputs(REPORT_REGION_FRAME, m);
+		/* the separators of the folded format, as report_folded_lines makes them harmless */
+		for (const char *c = label; *c; c++)
+			fputc(*c == ';' ? ':' : (*c == '\n' || *c == '\r') ? ' ' : *c, m);
+		if (depth)
+			fputc(';', m);
+	}
+	fclose(m);
+	free(chain);
+	return buf;
+}

@@ -51,7 +51,7 @@ static int write_section(FILE *out, const struct profile *p, const struct report
 {
 	switch (o->format) {
 	case REPORT_FOLDED:
-		report_write_folded(out, p, prefix, keep);
+		report_write_folded(out, p, prefix, o->region_frames, keep);
 		return 0;
 	case REPORT_TREE:
 		report_write_tree(out, p, o, keep);
@@ -84,7 +84,8 @@ static int write_export(FILE *out, const struct profile *p, const struct report_
 		return report_write_pprof(out, p, keep);
 	case REPORT_SVG:
 	case REPORT_HTML:
-		return report_write_flame_profile(out, p, keep, o->format == REPORT_HTML);
+		return report_write_flame_profile(out, p, keep, o->format == REPORT_HTML,
+						  o->region_frames);
 	default:
 		return -EINVAL;
 	}

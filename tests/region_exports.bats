@@ -397,6 +397,74 @@ print(rows["outer/inner"]["samples"], rows["outer"]["samples"] - rows["outer/inn
 	! grep -qE ' outer_spin$' <<<"$output"
 }
 
+# ---- folded and flame graphs ----
+
+@test "folded --region-frames: each stack after the path of the region it was taken in" {
+	"$PROFTOOL" report --format folded nest.data >plain.folded
+	"$PROFTOOL" report --format folded --region-frames nest.data >rf.folded
+	read -r inner outer <<<"$(py '
+rows = {r["path"]: r for r in docs[0]["regions"]}
+print(rows["outer/inner"]["samples"], rows["outer"]["samples"])' nest.json)"
+	# the same samples, and the same stacks once the region frames are taken off
+	[ "$(awk '{ n += $NF } END { print n }' rf.folded)" = "$(awk '{ n += $NF } END { print n }' plain.folded)" ]
+	diff <(sed 's/^\(\[region\] [^;]*;\)*//' rf.folded | awk '{ n = $NF; sub(/ [0-9]+$/, ""); c[$0] += n }
+		END { for (s in c) print s, c[s] }' | sort) <(sort plain.folded)
+	[ "$(awk '/^\[region\] outer;/ { n += $NF } END { print n + 0 }' rf.folded)" = "$outer" ]
+	[ "$(awk '/^\[region\] outer;\[region\] inner;/ { n += $NF } END { print n + 0 }' rf.folded)" = "$inner" ]
+	# inner_spin only ever inside inner; outer_spin only in outer, never in inner
+	! grep -v '^\[region\] outer;\[region\] inner;' rf.folded | grep -q ';inner_spin\(;\| \)'
+	grep '(^|;)outer_spin(;| )' -E rf.folded | grep -q '^\[region\] outer;_start'
+	! grep '^\[region\] outer;\[region\] inner;' rf.folded | grep -q ';outer_spin\(;\| \)'
+	# per thread, the thread's frame first, then the regions
+	"$PROFTOOL" report --format folded --per-thread --region-frames nest.data | grep -q '^regions (pid [0-9]*, tid [0-9]*);\[region\] outer;\[region\] inner;'
+	# a profile without regions: the stacks as they are
+	"$PROFTOOL" report --format folded --region-frames plain.data | cmp - <("$PROFTOOL" report --format folded plain.data)
+}
+
+@test "svg and html --region-frames: region frames under the stacks, their own colour" {
+	"$PROFTOOL" report --format svg --region-frames -o rf.svg nest.data
+	"$PROFTOOL" report --format html --region-frames -o rf.html nest.data
+	"$PROFTOOL" report --format folded --region-frames nest.data >rf.folded
+	py '
+import re, xml.dom.minidom
+def frames(svg):
+    out = {}
+    for g in svg.getElementsByTagName("g"):
+        if g.getAttribute("class") != "f":
+            continue
+        tip = "".join(n.data for n in g.getElementsByTagName("title")[0].childNodes)
+        name = tip.split("\n")[0]
+        out.setdefault(name, []).append((int(g.getAttribute("data-n")), g.getElementsByTagName("rect")[0].getAttribute("fill")))
+    return out
+f = frames(xml.dom.minidom.parse("rf.svg"))
+counts = {}
+for line in open("rf.folded"):
+    stack, n = line.rsplit(" ", 1)
+    fr = stack.split(";")
+    for k in (1, 2):
+        if len(fr) >= k and all(x.startswith("[region] ") for x in fr[:k]):
+            counts[";".join(fr[:k])] = counts.get(";".join(fr[:k]), 0) + int(n)
+assert [n for n, _ in f["[region] outer"]] == [counts["[region] outer"]], (f["[region] outer"], counts)
+assert [n for n, _ in f["[region] inner"]] == [counts["[region] outer;[region] inner"]]
+# violet: blue above red and green, unlike the warm colours of code
+for name in ("[region] outer", "[region] inner"):
+    r, g, b = map(int, re.match(r"rgb\((\d+),(\d+),(\d+)\)", f[name][0][1]).groups())
+    assert b > r and b > g, (name, f[name])
+html = open("rf.html", encoding="utf-8").read()
+assert html.count("<title>[region] outer\n") == 1 and html.count("<title>[region] inner\n") == 1
+'
+}
+
+@test "--region-frames goes with folded, svg and html only: a usage error elsewhere" {
+	for fmt in table tree json chrome speedscope pprof timers regions; do
+		run --separate-stderr "$PROFTOOL" report --format "$fmt" --region-frames -o out nest.data
+		[ "$status" -eq 2 ]
+		one_error_line
+		[[ "$stderr" == *"--region-frames goes with --format folded, svg and html"* ]]
+		[ ! -e out ]
+	done
+}
+
 # ---- nesting that only a reader's rounding or a damaged file can break ----
 
 # edge_profile: writes edge.json, a profile (plain JSON) whose regions end together, are
