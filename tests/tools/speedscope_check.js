@@ -120,9 +120,31 @@ async function check(port) {
 			const b = await head.isVisible() ? await head.boundingBox() : null;
 			return b && b.y <= 40;
 		};
-		for (let i = 0; switching && i < 256 && !(await inToolbar()); i++) {
+		// "K/N" of the toolbar's "(K/N)" after the profile's name; null with one profile
+		const position = () => page.evaluate(() => {
+			for (const el of document.querySelectorAll('body *')) {
+				const m = !el.children.length && /^\((\d+)\/(\d+)\)$/.exec(el.textContent.trim());
+				if (m)
+					return `${m[1]}/${m[2]}`;
+			}
+			return null;
+		});
+		// one profile at a time: a key pressed before the app has shown the next profile
+		// would go past the last one, which the app does not expect
+		while (switching && !(await inToolbar())) {
+			const at = await position();
+
+			if (!at || at.split('/')[0] === at.split('/')[1])
+				break;
 			await page.keyboard.press('n');
-			await page.waitForTimeout(50);
+			await page.waitForFunction((was) => {
+				for (const el of document.querySelectorAll('body *')) {
+					const m = !el.children.length && /^\((\d+)\/(\d+)\)$/.exec(el.textContent.trim());
+					if (m)
+						return `${m[1]}/${m[2]}` !== was;
+				}
+				return false;
+			}, at);
 		}
 		const box = await head.boundingBox().catch(() => null);
 		if (!box || box.y > 40)
