@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
-# The exports that carry the program's named regions, each opened by its real consumer where
-# there is one.
+# The exports that carry the program's named regions: json (the region table), timers (the
+# region tree), Chrome trace (complete and instant events), speedscope (an evented profile per
+# thread), pprof (region labels), folded stacks and flame graphs (--region-frames); each
+# opened by its real consumer where there is one, and --region filtering every one of them.
 #
 # The workload's counts are exact by construction (tests/workloads/regions.c): "regions nest"
 # is 10 x outer { 5 x inner (inner_spin, 2 ms), outer_spin (1 ms) }; its spins run on the
@@ -463,6 +465,62 @@ assert html.count("<title>[region] outer\n") == 1 and html.count("<title>[region
 		[[ "$stderr" == *"--region-frames goes with --format folded, svg and html"* ]]
 		[ ! -e out ]
 	done
+}
+
+# ---- --region filters every export ----
+
+@test "--region inner: every export keeps only what ran inside inner" {
+	need "$GO" golang-go
+	"$PROFTOOL" report --format folded --region inner nest.data >in.folded
+	grep -q ';inner_spin\( \|;\)' in.folded
+	! grep -q 'outer_spin' in.folded
+	"$PROFTOOL" report --format pprof --region inner -o in.pb.gz nest.data
+	run --separate-stderr "$GO" tool pprof -top -nodecount=100 in.pb.gz
+	[ "$status" -eq 0 ]
+	grep -qE ' inner_spin$' <<<"$output"
+	! grep -qE ' outer_spin$' <<<"$output"
+	for fmt in json timers chrome speedscope svg; do
+		"$PROFTOOL" report --format "$fmt" --region inner -o "in.$fmt" nest.data
+	done
+	! grep -q outer_spin in.svg
+	grep -q inner_spin in.svg
+	py '
+js, tm, tr, ss = docs
+names = {f["name"] for f in js["functions"]}
+assert "inner_spin" in names and "outer_spin" not in names, names
+assert [r["path"] for r in js["regions"]] == ["outer/inner"], js["regions"]
+# timers: the path down to inner stays whole
+assert list(tm["children"]) == ["outer"] and list(tm["children"]["outer"]["children"]) == ["inner"]
+assert tm["children"]["outer"]["children"]["inner"]["count"] == 50
+regions = [e for e in tr["traceEvents"] if e["ph"] == "X" and e.get("cat") == "region"]
+assert len(regions) == 50 and {e["name"] for e in regions} == {"inner"}
+assert "outer_spin" not in {e["name"] for e in tr["traceEvents"]}
+frames = ss["shared"]["frames"]
+assert "outer_spin" not in {f["name"] for f in frames}
+(ev,) = [p for p in ss["profiles"] if p["type"] == "evented"]
+assert {frames[e["frame"]]["name"] for e in ev["events"]} == {"inner"} and len(ev["events"]) == 100
+' in.json in.timers in.chrome in.speedscope
+	check_nesting in.chrome >/dev/null
+	check_evented in.speedscope >/dev/null
+}
+
+@test "--tid and --time-range keep the regions they keep the samples of" {
+	tid=$(py 'print([t["tid"] for t in docs[0]["threads"] if t["comm"] == "regions"][0])' nest.json)
+	"$PROFTOOL" report --format speedscope --tid "$tid" -o tid.speedscope.json nest.data
+	# a window that ends half a millisecond after the 4th outer began: 4 outer regions in it
+	"$PROFTOOL" report --format chrome -o nest.trace.json nest.data
+	to=$(py '
+ts = sorted(e["ts"] for e in docs[0]["traceEvents"] if e["ph"] == "X" and e["name"] == "outer")
+print("%.6f" % ((ts[3] + 500) / 1e6))' nest.trace.json)
+	"$PROFTOOL" report --format json --time-range "-$to" -o part.json nest.data
+	"$PROFTOOL" report --format chrome --time-range "-$to" -o part.trace.json nest.data
+	py '
+part, tr, ss = docs
+rows = {r["path"]: r for r in part["regions"]}
+assert rows["outer"]["count"] == 4, rows["outer"]
+assert sum(e["name"] == "outer" for e in tr["traceEvents"] if e["ph"] == "X" and e.get("cat")) == 4
+assert [p["type"] for p in ss["profiles"]] == ["sampled", "evented"]
+' part.json part.trace.json tid.speedscope.json
 }
 
 # ---- nesting that only a reader's rounding or a damaged file can break ----
