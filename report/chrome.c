@@ -211,18 +211,19 @@ static void fmt_us(char *buf, size_t n, uint64_t ns)
  * round a hair past a third: a region that ends with its parent, or just
  * where the next one begins, would end after it and no longer nest. The
  * duration loses a nanosecond, rarely two, until the reader's end is
- * within BOUND.
+ * within BOUND. Past 2^53 ns (104 days) a double cannot tell nanoseconds
+ * apart: there a few tries are all it gets.
  */
 static uint64_t fit_dur(const char *ts, uint64_t dur_ns, double bound, double *end)
 {
 	double t = strtod(ts, NULL);
 
-	for (;;) {
+	for (int tries = 0;; tries++) {
 		char d[32];
 
 		fmt_us(d, sizeof(d), dur_ns);
 		*end = t + strtod(d, NULL);
-		if (*end <= bound || !dur_ns)
+		if (*end <= bound || !dur_ns || tries == 16)
 			return dur_ns;
 		dur_ns--;
 	}
