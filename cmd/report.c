@@ -48,6 +48,9 @@ static const char report_usage[] =
 	"  --region NAME        keep only samples taken inside region NAME, or a path\n"
 	"                       a/b of nested regions (/a/b: from a thread's top)\n"
 	"  --by-region          table: one function table per region path\n"
+	"  --region-frames      folded, svg, html: put the path of the region each sample\n"
+	"                       was taken in under the root of its stack, a frame per\n"
+	"                       region (\"[region] outer;[region] inner;main;...\")\n"
 	"  --pid P, --tid T     keep only samples of process P or thread T\n"
 	"  --comm NAME          keep only samples of threads or processes named NAME\n"
 	"  --state on-cpu|off-cpu\n"
@@ -72,6 +75,7 @@ enum {
 	OPT_LINES,
 	OPT_REGION,
 	OPT_BY_REGION,
+	OPT_REGION_FRAMES,
 };
 
 static const struct option report_options[] = {
@@ -90,6 +94,7 @@ static const struct option report_options[] = {
 	{ "lines", no_argument, NULL, OPT_LINES },
 	{ "region", required_argument, NULL, OPT_REGION },
 	{ "by-region", no_argument, NULL, OPT_BY_REGION },
+	{ "region-frames", no_argument, NULL, OPT_REGION_FRAMES },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -154,6 +159,9 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 			break;
 		case OPT_BY_REGION:
 			o->ro.by_region = true;
+			break;
+		case OPT_REGION_FRAMES:
+			o->ro.region_frames = true;
 			break;
 		case OPT_FORMAT:
 			if (report_format_parse(optarg, &o->ro.format) < 0)
@@ -242,6 +250,9 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 		return usage_error("report", "unknown sort key '%s' (use cumtime, tottime, nsamples, name, filename or nfl); --format regions sorts by total, avg, min, max, count, self, cpu or name", o->sort);
 	if (o->ro.by_region && o->ro.format != REPORT_TABLE)
 		return usage_error("report", "--by-region goes with --format table");
+	if (o->ro.region_frames && o->ro.format != REPORT_FOLDED && o->ro.format != REPORT_SVG &&
+	    o->ro.format != REPORT_HTML)
+		return usage_error("report", "--region-frames goes with --format folded, svg and html (the formats made of stacks)");
 	if (o->ro.by_region && (o->ro.per_thread || o->ro.per_process))
 		return usage_error("report", "--by-region and --per-thread/--per-process cannot be combined");
 	if ((o->ro.per_thread || o->ro.per_process) && report_format_is_export(o->ro.format))

@@ -21,7 +21,8 @@ _proftool_options()
 		;;
 	report)
 		opts='-i --sort --format --min-percent --match --lines --limit --per-thread
-			--per-process --time-range --pid --tid --comm --state --region --by-region -o -h
+			--per-process --time-range --pid --tid --comm --state --region --by-region
+			--region-frames -o -h
 			--help'
 		args='-i --sort --format --min-percent --match --limit --time-range --pid --tid
 			--comm --state --region -o'

@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
-/* Chrome trace event JSON: a timeline per process and thread, its slices made from the samples. */
+/*
+ * Chrome trace event JSON: a timeline per process and thread, its slices
+ * made from the samples, and next to it a timeline of the thread's regions
+ * and marks with their exact times.
+ */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -14,8 +18,9 @@
  * The trace event format is described in "Trace Event Format" (Google,
  * docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU):
  * the object form {"traceEvents": [...], ...}, complete events (ph "X")
- * with ts and dur in microseconds, metadata events (ph "M") naming
- * processes and threads. Perfetto and chrome://tracing both read it.
+ * with ts and dur in microseconds, instant events (ph "i", scope "t" for
+ * a thread), metadata events (ph "M") naming processes and threads.
+ * Perfetto and chrome://tracing both read it.
  */
 
 /* ---- trace ids ---- */
@@ -40,9 +45,9 @@ static int pid_slot_cmp(const void *a, const void *b)
  * pid twice: a process that exec'd is a new entry, and merged recordings
  * reuse pids with times that overlap. The first entry keeps its pid, later
  * ones get ids above every real pid and tid (which share one number space),
- * so their slices never interleave.
+ * so their slices never interleave. *NEXT receives the first id still free.
  */
-static int64_t *trace_pids(const struct profile *p, const bool *has)
+static int64_t *trace_pids(const struct profile *p, const bool *has, int64_t *next_out)
 {
 	int64_t *tpid = xmalloc(st_mult(p->nr_procs + 1, sizeof(*tpid)));
 	struct pid_slot *slot = xmalloc(st_mult(p->nr_procs + 1, sizeof(*slot)));
@@ -63,6 +68,7 @@ static int64_t *trace_pids(const struct profile *p, const bool *has)
 	for (size_t i = 0; i < n; i++)
 		tpid[slot[i].process] = i && slot[i].pid == slot[i - 1].pid ? next++ : slot[i].pid;
 	free(slot);
+	*next_out = next;
 	return tpid;
 }
 
@@ -179,6 +185,107 @@ static void write_slices(FILE *out, const struct profile *p, const struct timeli
 	}
 }
 
+/* ---- the regions of one thread ---- */
+
+/*
+ * Regions keep their exact times: microseconds with three decimals, as
+ * few as the value needs. Written as decimal from the nanoseconds, so
+ * nothing is lost on the way out.
+ */
+static void fmt_us(char *buf, size_t n, uint64_t ns)
+{
+	unsigned frac = ns % 1000;
+
+	if (!frac)
+		snprintf(buf, n, "%" PRIu64, ns / 1000);
+	else if (frac % 100 == 0)
+		snprintf(buf, n, "%" PRIu64 ".%u", ns / 1000, frac / 100);
+	else if (frac % 10 == 0)
+		snprintf(buf, n, "%" PRIu64 ".%02u", ns / 1000, frac / 10);
+	else
+		snprintf(buf, n, "%" PRIu64 ".%03u", ns / 1000, frac);
+}
+
+/*
+ * A reader adds ts and dur as doubles, and the sum of two decimals can
+ * round a hair past a third: a region that ends with its parent, or just
+ * where the next one begins, would end after it and no longer nest. The
+ * duration loses a nanosecond, rarely two, until the reader's end is
+ * within BOUND. Past 2^53 ns (104 days) a double cannot tell nanoseconds
+ * apart: there a few tries are all it gets.
+ */
+static uint64_t fit_dur(const char *ts, uint64_t dur_ns, double bound, double *end)
+{
+	double t = strtod(ts, NULL);
+
+	for (int tries = 0;; tries++) {
+		char d[32];
+
+		fmt_us(d, sizeof(d), dur_ns);
+		*end = t + strtod(d, NULL);
+		if (*end <= bound || !dur_ns || tries == 16)
+			return dur_ns;
+		dur_ns--;
+	}
+}
+
+/*
+ * The track of a thread's regions: complete events for SPANS[FROM..TO),
+ * instants for its marks (NR_MARKS, indexes into p->marks at MARKS).
+ * READER_END (per span) receives each end as the reader will compute it.
+ */
+static void write_regions(FILE *out, const struct profile *p, const struct report_span *spans,
+			  size_t from, size_t to, double *reader_end, const size_t *marks,
+			  size_t nr_marks, int64_t pid, int64_t tid, size_t *nr_events)
+{
+	for (size_t i = from; i < to; i++) {
+		const struct report_span *s = &spans[i];
+		const struct profile_region *r = &p->regions[s->region];
+		const struct profile_region_name *nm = &p->region_names[p->region_nodes[r->node].name];
+		char ts[32], dur[32], end[32], label[1024];
+		double bound;
+		size_t len = report_region_path(p, r->node, NULL, 0);
+		char *path = xmalloc(len + 1);
+		uint64_t d;
+
+		fmt_us(ts, sizeof(ts), s->start_ns);
+		fmt_us(end, sizeof(end), s->end_ns);
+		bound = strtod(end, NULL);
+		/* a parent comes before its children */
+		if (s->parent != SIZE_MAX && reader_end[s->parent] < bound)
+			bound = reader_end[s->parent];
+		d = fit_dur(ts, s->end_ns - s->start_ns, bound, &reader_end[i]);
+		fmt_us(dur, sizeof(dur), d);
+		report_region_path(p, r->node, path, len + 1);
+		begin_event(out, nr_events);
+		fputs("\"ph\":\"X\",\"name\":", out);
+		report_json_string(out, profile_region_label(p, p->region_nodes[r->node].name, label,
+							     sizeof(label)));
+		fputs(",\"cat\":", out);
+		report_json_string(out, *nm->domain ? nm->domain : "region");
+		fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":%s,\"dur\":%s,\"args\":{\"path\":",
+			pid, tid, ts, dur);
+		report_json_string(out, path);
+		if (r->flags & PROFILE_REGION_OPEN_AT_EXIT)
+			fputs(",\"open_at_exit\":true", out);
+		fputs("}}", out);
+		free(path);
+	}
+	for (size_t i = 0; i < nr_marks; i++) {
+		const struct profile_mark *m = &p->marks[marks[i]];
+		const struct profile_region_name *nm = &p->region_names[m->name];
+		char ts[32], label[1024];
+
+		fmt_us(ts, sizeof(ts), m->time_ns);
+		begin_event(out, nr_events);
+		fputs("\"ph\":\"i\",\"s\":\"t\",\"name\":", out);
+		report_json_string(out, profile_region_label(p, m->name, label, sizeof(label)));
+		fputs(",\"cat\":", out);
+		report_json_string(out, *nm->domain ? nm->domain : "region");
+		fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":%s}", pid, tid, ts);
+	}
+}
+
 /* ---- the file ---- */
 
 /* A metadata event WHAT (process_name, thread_name) naming a process or thread NAME, and SUFFIX. */
@@ -228,19 +335,30 @@ static void write_other_data(FILE *out, const struct profile *p)
 	fputs("}", out);
 }
 
-int report_write_chrome(FILE *out, const struct profile *p, const bool *keep)
+int report_write_chrome(FILE *out, const struct profile *p, const struct report_filter *f,
+			const bool *keep)
 {
 	size_t *start, *order = report_samples_by_thread(p, keep, &start);
 	bool *has = xcalloc(p->nr_procs + 1, sizeof(*has));
+	bool *shown = report_regions_shown(p, f, NULL);
+	bool *mshown = report_marks_shown(p, f, shown, NULL);
+	size_t nr_spans, *marks = xmalloc(st_mult(p->nr_marks + 1, sizeof(*marks)));
+	struct report_span *spans = report_region_spans(p, shown, &nr_spans);
+	double *reader_end = xcalloc(nr_spans + 1, sizeof(*reader_end));
 	struct timeline tl = { 0 };
 	uint32_t maxdepth = 1;
-	size_t nr_events = 0;
-	int64_t *tpid;
+	size_t nr_events = 0, sp = 0, mk = 0;
+	int64_t *tpid, next_id;
 
 	for (size_t t = 0; t < p->nr_threads; t++)
 		if (start[t + 1] > start[t])
 			has[p->threads[t].process] = true;
-	tpid = trace_pids(p, has);
+	for (size_t i = 0; i < nr_spans; i++)
+		has[p->threads[spans[i].thread].process] = true;
+	for (size_t i = 0; i < p->nr_marks; i++)
+		if (mshown[i])
+			has[p->threads[p->marks[i].thread].process] = true;
+	tpid = trace_pids(p, has, &next_id);
 	for (size_t s = 0; s < p->nr_stacks; s++)
 		if (p->stacks[s].depth > maxdepth)
 			maxdepth = p->stacks[s].depth;
@@ -264,12 +382,31 @@ int report_write_chrome(FILE *out, const struct profile *p, const bool *keep)
 	for (size_t t = 0; t < p->nr_threads; t++) {
 		const struct profile_thread *th = &p->threads[t];
 		int64_t pid = tpid[th->process];
+		size_t from = sp, nr_marks = 0;
+		char suffix[48];
 
-		if (start[t + 1] == start[t])
+		if (start[t + 1] > start[t]) {
+			write_metadata(out, "thread_name", pid, th->tid, th->comm, "", &nr_events);
+			build_timeline(&tl, p, order + start[t], start[t + 1] - start[t]);
+			write_slices(out, p, &tl, pid, th->tid, &nr_events);
+		}
+		/* spans and marks are by thread */
+		while (sp < nr_spans && spans[sp].thread == t)
+			sp++;
+		for (; mk < p->nr_marks && p->marks[mk].thread <= t; mk++)
+			if (mshown[mk] && p->marks[mk].thread == t)
+				marks[nr_marks++] = mk;
+		if (sp == from && !nr_marks)
 			continue;
-		write_metadata(out, "thread_name", pid, th->tid, th->comm, "", &nr_events);
-		build_timeline(&tl, p, order + start[t], start[t + 1] - start[t]);
-		write_slices(out, p, &tl, pid, th->tid, &nr_events);
+		/*
+		 * Regions on a track of their own: their exact bounds cut across
+		 * the slices the samples make, and events on one track must nest.
+		 */
+		snprintf(suffix, sizeof(suffix), " [regions, tid %" PRId32 "]", th->tid);
+		write_metadata(out, "thread_name", pid, next_id, th->comm, suffix, &nr_events);
+		write_regions(out, p, spans, from, sp, reader_end, marks, nr_marks, pid, next_id,
+			      &nr_events);
+		next_id++;
 	}
 	fputs("\n]}\n", out);
 
@@ -280,5 +417,10 @@ int report_write_chrome(FILE *out, const struct profile *p, const bool *keep)
 	free(has);
 	free(order);
 	free(start);
+	free(shown);
+	free(mshown);
+	free(marks);
+	free(spans);
+	free(reader_end);
 	return ferror(out) ? -EIO : 0;
 }

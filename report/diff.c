@@ -148,7 +148,7 @@ static struct flame_stack *merge_stacks(const struct profile *const pr[2], size_
 	size_t i = 0, j = 0, n = 0;
 
 	for (int k = 0; k < 2; k++)
-		lines[k] = report_folded_lines(pr[k], NULL, NULL, &nr[k]);
+		lines[k] = report_folded_lines(pr[k], NULL, NULL, false, &nr[k]);
 	st = xcalloc(nr[0] + nr[1] + 1, sizeof(*st));
 	/* both lists are sorted by text: a merge join */
 	while (i < nr[0] || j < nr[1]) {

@@ -399,7 +399,8 @@ static int channel(int lo, int span, double v)
 /*
  * Warm colours for code, chosen by a hash of the name so that a function
  * has the same colour everywhere and in every graph; kernel frames are
- * blue-green and unknown ones grey so they stand apart.
+ * blue-green, unknown ones grey and regions (--region-frames) violet so
+ * they stand apart.
  */
 static struct rgb frame_colour(const struct fnode *nd, uint32_t id)
 {
@@ -409,6 +410,8 @@ static struct rgb frame_colour(const struct fnode *nd, uint32_t id)
 
 	if (!id)
 		return (struct rgb){ 236, 226, 210 };
+	if (starts_with(nd, REPORT_REGION_FRAME))
+		return (struct rgb){ channel(150, 40, v1), channel(120, 40, v2), channel(215, 40, v3) };
 	if (starts_with(nd, "[kernel]"))
 		return (struct rgb){ channel(70, 50, v1), channel(175, 50, v2), channel(175, 50, v2) };
 	if (is_unknown(nd))
@@ -743,10 +746,11 @@ out:
 	return ret;
 }
 
-int report_write_flame_profile(FILE *out, const struct profile *p, const bool *keep, bool html)
+int report_write_flame_profile(FILE *out, const struct profile *p, const bool *keep, bool html,
+			       bool region_frames)
 {
 	size_t nr;
-	struct report_folded *lines = report_folded_lines(p, keep, NULL, &nr);
+	struct report_folded *lines = report_folded_lines(p, keep, NULL, region_frames, &nr);
 	struct flame_stack *stacks = xcalloc(nr + 1, sizeof(*stacks));
 	struct flame_input in = {
 		.title = "Flame graph",

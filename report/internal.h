@@ -42,11 +42,13 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 
 /*
  * table.c: the cProfile-style table (a row per function, or per line with
- * o->lines), and folded stacks (PREFIX: a frame put before each root).
+ * o->lines), and folded stacks (PREFIX: a frame put before each root;
+ * REGION_FRAMES: the region path next, as report_folded_lines has it).
  */
 void report_write_table(FILE *out, const struct profile *p, const struct report_opts *o,
 			const bool *keep);
-void report_write_folded(FILE *out, const struct profile *p, const char *prefix, const bool *keep);
+void report_write_folded(FILE *out, const struct profile *p, const char *prefix, bool region_frames,
+			 const bool *keep);
 
 /*
  * tree.c: the call tree of the samples KEEP accepts, children by total,
@@ -83,16 +85,29 @@ int report_write_by_region(FILE *out, const struct profile *p, const struct repo
 
 /* ---- whole-profile formats; each returns 0 or a negative errno ---- */
 
-/* json.c: the aggregated profile (FILTER chose KEEP; the meta says how), and hierarchical timers. */
+/*
+ * json.c: the aggregated profile (FILTER chose KEEP; the meta says how)
+ * with the region table, and hierarchical timers: of the regions FILTER
+ * keeps when the profile has regions, else of the samples KEEP accepts.
+ */
 int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
 		      const bool *keep);
-int report_write_timers(FILE *out, const struct profile *p, const bool *keep);
+int report_write_timers(FILE *out, const struct profile *p, const struct report_filter *filter,
+			const bool *keep);
 
-/* speedscope.c: speedscope's file format, one sampled profile per thread. */
-int report_write_speedscope(FILE *out, const struct profile *p, const bool *keep);
+/*
+ * speedscope.c: speedscope's file format, one sampled profile per thread
+ * of the samples KEEP accepts, and an evented one of the regions F keeps.
+ */
+int report_write_speedscope(FILE *out, const struct profile *p, const struct report_filter *f,
+			    const bool *keep);
 
-/* chrome.c: Chrome trace event JSON, a timeline per process and thread. */
-int report_write_chrome(FILE *out, const struct profile *p, const bool *keep);
+/*
+ * chrome.c: Chrome trace event JSON, a timeline per process and thread of
+ * the samples KEEP accepts, and one of the regions and marks F keeps.
+ */
+int report_write_chrome(FILE *out, const struct profile *p, const struct report_filter *f,
+			const bool *keep);
 
 /* pprof.c: gzip-compressed profile.proto. */
 int report_write_pprof(FILE *out, const struct profile *p, const bool *keep);
@@ -113,7 +128,8 @@ struct flame_input {
 	uint64_t total, base_total; /* sums of count and base_count */
 };
 int report_write_flame(FILE *out, const struct flame_input *in, bool html);
-/* The flame graph of the samples KEEP accepts. */
-int report_write_flame_profile(FILE *out, const struct profile *p, const bool *keep, bool html);
+/* The flame graph of the samples KEEP accepts; REGION_FRAMES: their region paths as frames below the stacks. */
+int report_write_flame_profile(FILE *out, const struct profile *p, const bool *keep, bool html,
+			       bool region_frames);
 
 #endif

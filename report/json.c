@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The aggregated profile as JSON (--format json, docs/report-json.md), and
- * hierarchical timers (--format timers): the timer tree ML training tools
- * write, with total/self/count/children keyed by name and is_parallel.
+ * The aggregated profile as JSON (--format json, docs/report-json.md), with
+ * the region table, and hierarchical timers (--format timers): the timer
+ * tree ML training tools write, with total/self/count/children keyed by
+ * name and is_parallel, of the regions when the profile has them, else
+ * of the sampled call tree.
  */
 #include "report.h"
 
@@ -91,6 +93,8 @@ static json_t *pythons_json(const struct profile_meta *m)
 	return a;
 }
 
+static json_t *region_meta_json(const struct profile *p);
+
 /* The recording, and the same figures as the text header for the kept samples. */
 static json_t *meta_json(const struct profile *p, const struct report_summary *s)
 {
@@ -143,7 +147,114 @@ static json_t *meta_json(const struct profile *p, const struct report_summary *s
 	json_object_set_new(j, "unwind_stops_kept", stops);
 	json_object_set_new(j, "unwind_stops_kept_exact", json_boolean(s->stops_exact));
 	json_object_set_new(j, "python", pythons_json(m));
+	json_object_set_new(j, "regions", region_meta_json(p));
 	return j;
+}
+
+/* ---- regions ---- */
+
+/* What the recording made of the region events: whole-recording figures, whatever the filters keep. */
+static json_t *region_meta_json(const struct profile *p)
+{
+	const struct profile_region_stats *st = &p->meta.regions;
+	json_t *j = json_object(), *pauses = json_array();
+	uint64_t paused = 0;
+
+	json_object_set_new(j, "events", u64(st->events));
+	json_object_set_new(j, "dropped", u64(st->dropped));
+	json_object_set_new(j, "torn", u64(st->torn));
+	json_object_set_new(j, "unbalanced", u64(st->unbalanced));
+	json_object_set_new(j, "open_at_exit", u64(st->open_at_exit));
+	json_object_set_new(j, "paused_events", u64(st->paused));
+	for (size_t i = 0; i < p->nr_pauses; i++) {
+		json_t *s = json_object();
+
+		json_object_set_new(s, "start_ns", u64(p->pauses[i].start_ns));
+		json_object_set_new(s, "end_ns", u64(p->pauses[i].end_ns));
+		json_array_append_new(pauses, s);
+		paused += p->pauses[i].end_ns - p->pauses[i].start_ns;
+	}
+	json_object_set_new(j, "pauses", pauses);
+	json_object_set_new(j, "paused_seconds", secs(paused));
+	return j;
+}
+
+struct row_order {
+	const struct profile *p;
+	char **paths;           /* per row */
+};
+
+/* By domain (the default one first), then total, largest first, then path: --format regions' order. */
+static int region_row_cmp(const void *a, const void *b, void *arg)
+{
+	const struct row_order *c = arg;
+	const struct report_region_row *x = a, *y = b;
+	const struct profile *p = c->p;
+	int r = strcmp(p->region_names[p->region_nodes[x->node].name].domain,
+		       p->region_names[p->region_nodes[y->node].name].domain);
+
+	if (r)
+		return r;
+	if (x->total_ns != y->total_ns)
+		return x->total_ns > y->total_ns ? -1 : 1;
+	return strcmp(c->paths[x->path], c->paths[y->path]);
+}
+
+/*
+ * MXNet's aggregate statistics (count, total, min, max, avg per name and
+ * domain), a row per region path, with self time and the CPU time of the
+ * kept samples inside. The instances are those the filters keep; with
+ * --region, those of the regions it names and of those nested in them.
+ */
+static json_t *regions_json(const struct profile *p, const struct report_filter *f, const bool *keep)
+{
+	struct report_region_totals tot;
+	size_t nr, named;
+	struct report_region_row *v = report_region_stats(p, f, keep, REPORT_SPLIT_NONE, &nr, &tot);
+	bool *inside = f->region ? report_region_inside(p, f->region, &named) : NULL;
+	struct row_order c = { p, xcalloc(nr + 1, sizeof(char *)) };
+	json_t *a = json_array();
+	size_t out = 0;
+
+	for (size_t i = 0; i < nr; i++) {
+		size_t len;
+
+		if (inside && !inside[v[i].node])
+			continue;
+		len = report_region_path(p, v[i].node, NULL, 0);
+		c.paths[out] = xmalloc(len + 1);
+		report_region_path(p, v[i].node, c.paths[out], len + 1);
+		v[out] = v[i];
+		v[out].path = out;
+		out++;
+	}
+	QSORT_R(v, out, region_row_cmp, &c);
+	for (size_t i = 0; i < out; i++) {
+		const struct report_region_row *x = &v[i];
+		const struct profile_region_name *nm = &p->region_names[p->region_nodes[x->node].name];
+		json_t *j = json_object();
+
+		json_object_set_new(j, "path", str(c.paths[x->path]));
+		json_object_set_new(j, "name", str(nm->name));
+		json_object_set_new(j, "domain", str(nm->domain));
+		json_object_set_new(j, "depth", u64(p->region_nodes[x->node].depth));
+		json_object_set_new(j, "count", u64(x->count));
+		json_object_set_new(j, "total", secs(x->total_ns));
+		json_object_set_new(j, "self", secs(x->self_ns));
+		json_object_set_new(j, "min", secs(x->min_ns));
+		json_object_set_new(j, "max", secs(x->max_ns));
+		json_object_set_new(j, "avg", secs(x->count ? x->total_ns / x->count : 0));
+		json_object_set_new(j, "cpu", secs(x->cpu_ns));
+		json_object_set_new(j, "samples", u64(x->samples));
+		json_object_set_new(j, "open_at_exit", u64(x->open));
+		json_array_append_new(a, j);
+	}
+	for (size_t i = 0; i < out; i++)
+		free(c.paths[i]);
+	free(c.paths);
+	free(inside);
+	free(v);
+	return a;
 }
 
 int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
@@ -251,6 +362,7 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 		json_array_append_new(arr, j);
 	}
 	json_object_set_new(root, "stacks", arr);
+	json_object_set_new(root, "regions", regions_json(p, filter, keep));
 	report_tree_release(&t);
 	free(path);
 	free(fs);
@@ -417,12 +529,31 @@ static void indent(FILE *out, size_t depth)
 	fprintf(out, "\n%*s", (int)(depth < 64 ? depth : 64), "");
 }
 
+/* The metadata of the timer tree, after the root's children; closes the root. */
+static void put_metadata(FILE *out, const struct profile *p, const char *unit)
+{
+	const struct profile_meta *m = &p->meta;
+
+	fputs(",\n\"metadata\": {\"timer_format_version\": \"" TIMER_FORMAT_VERSION "\", "
+	      "\"source\": \"proftool " PROFTOOL_VERSION "\", \"unit\": ", out);
+	report_json_string(out, unit);
+	fputs(", \"command_line_arguments\": ", out);
+	if (m->command)
+		report_json_string(out, m->command);
+	else
+		fputs("null", out);
+	fprintf(out, ", \"start_time_seconds\": %.3f, \"end_time_seconds\": %.3f, \"sampling_period_seconds\": ",
+		m->start_real_ns / 1e9, (m->start_real_ns + m->duration_ns) / 1e9);
+	put_secs(out, m->period_ns);
+	fputs("}}\n", out);
+}
+
 /*
  * Written by hand, depth first with an explicit stack: the tree is as deep
  * as the deepest stack, and a recursive writer (jansson's) runs out of C
  * stack around 14000 levels.
  */
-int report_write_timers(FILE *out, const struct profile *p, const bool *keep)
+static int write_sample_timers(FILE *out, const struct profile *p, const bool *keep)
 {
 	struct level { uint32_t id; uint32_t next; char **keys; } *st = NULL;
 	size_t nr = 0, alloc = 0;
@@ -467,22 +598,239 @@ int report_write_timers(FILE *out, const struct profile *p, const bool *keep)
 		st[nr] = (struct level){ c, 0, child_keys(p, &t, c) };
 		nr++;
 	}
-	fputs(",\n\"metadata\": {\"timer_format_version\": \"" TIMER_FORMAT_VERSION "\", "
-	      "\"source\": \"proftool " PROFTOOL_VERSION "\", \"unit\": ", out);
-	report_json_string(out, m->mode && !strcmp(m->mode, "wall") ? "seconds of wall-clock time (sampled)" :
-			   "seconds of CPU time (sampled)");
-	fputs(", \"command_line_arguments\": ", out);
-	if (m->command)
-		report_json_string(out, m->command);
-	else
-		fputs("null", out);
-	fprintf(out, ", \"start_time_seconds\": %.3f, \"end_time_seconds\": %.3f, \"sampling_period_seconds\": ",
-		m->start_real_ns / 1e9, (m->start_real_ns + m->duration_ns) / 1e9);
-	put_secs(out, m->period_ns);
-	fputs("}}\n", out);
+	put_metadata(out, p, m->mode && !strcmp(m->mode, "wall") ? "seconds of wall-clock time (sampled)" :
+			     "seconds of CPU time (sampled)");
 	free(st);
 	free(par);
 	free(stack_node);
 	report_tree_release(&t);
 	return ferror(out) ? -EIO : 0;
 }
+
+/* ---- timers of the regions ---- */
+
+/*
+ * The tree of region paths, as ML-Agents' TimerStack has its timers: node
+ * n of p->region_nodes is node n here, the root is node p->nr_region_nodes.
+ */
+struct rtimers {
+	size_t nr;              /* region nodes; the root is nodes[nr] */
+	uint64_t *total_ns, *count, *self_ns;
+	bool *par, *shown;
+	uint32_t **kids;        /* per shown node: its shown children, largest total first */
+	uint32_t *nr_kids;
+	char **key;             /* per shown node but the root: its key among its siblings */
+};
+
+/* The thread whose regions are not "parallel": the first process's first thread. */
+static uint32_t main_thread(const struct profile *p)
+{
+	for (size_t t = 0; t < p->nr_threads; t++)
+		if (p->threads[t].process == 0)
+			return t;
+	return PROFILE_NONE;
+}
+
+static const struct rtimers *kid_order_t;
+
+static int kid_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	const struct rtimers *rt = kid_order_t;
+
+	if (rt->total_ns[x] != rt->total_ns[y])
+		return rt->total_ns[x] > rt->total_ns[y] ? -1 : 1;
+	return strcmp(rt->key[x], rt->key[y]) ? strcmp(rt->key[x], rt->key[y]) : (x < y ? -1 : x > y);
+}
+
+/*
+ * Fills RT from the instances F keeps: per path, the instances' count and
+ * summed duration, from every thread and process; a node with instances
+ * from any other than the main thread is parallel, as ML-Agents marks the
+ * timers it merges from its workers. With --region, the paths it names,
+ * those below them and those above them (whole) are shown.
+ */
+static void region_timers(struct rtimers *rt, const struct profile *p, const struct report_filter *f,
+			  const bool *keep, uint64_t root_ns)
+{
+	struct report_region_totals tot;
+	size_t nr, named;
+	struct report_region_row *v = report_region_stats(p, f, keep, REPORT_SPLIT_THREAD, &nr, &tot);
+	bool *inside = f->region ? report_region_inside(p, f->region, &named) : NULL;
+	uint32_t mt = main_thread(p);
+	size_t n = p->nr_region_nodes;
+	uint64_t *kid_total;
+
+	rt->nr = n;
+	rt->total_ns = xcalloc(n + 1, sizeof(*rt->total_ns));
+	rt->count = xcalloc(n + 1, sizeof(*rt->count));
+	rt->self_ns = xcalloc(n + 1, sizeof(*rt->self_ns));
+	rt->par = xcalloc(n + 1, 1);
+	rt->shown = xcalloc(n + 1, 1);
+	rt->kids = xcalloc(n + 1, sizeof(*rt->kids));
+	rt->nr_kids = xcalloc(n + 1, sizeof(*rt->nr_kids));
+	rt->key = xcalloc(n + 1, sizeof(*rt->key));
+	kid_total = xcalloc(n + 1, sizeof(*kid_total));
+	for (size_t i = 0; i < nr; i++) {
+		uint32_t node = v[i].node;
+
+		rt->total_ns[node] += v[i].total_ns;
+		rt->count[node] += v[i].count;
+		rt->par[node] |= v[i].group != mt;
+		if (!inside || inside[node])
+			rt->shown[node] = true;
+	}
+	/* children come after their parents: the paths down to each shown node */
+	for (size_t x = n; x-- > 0;) {
+		uint32_t par = p->region_nodes[x].parent;
+
+		if (rt->shown[x] && par != PROFILE_NONE)
+			rt->shown[par] = true;
+	}
+	rt->shown[n] = true;
+	rt->total_ns[n] = root_ns;
+	rt->count[n] = 1;
+	for (size_t x = 0; x < n; x++) {
+		uint32_t par = p->region_nodes[x].parent;
+		char label[1024];
+
+		if (!rt->shown[x])
+			continue;
+		par = par == PROFILE_NONE ? (uint32_t)n : par;
+		rt->nr_kids[par]++;
+		kid_total[par] += rt->total_ns[x];
+		rt->key[x] = xstrdup(profile_region_label(p, p->region_nodes[x].name, label, sizeof(label)));
+	}
+	for (size_t x = 0; x <= n; x++) {
+		/* ML-Agents' self: the total less the children's, never below zero */
+		rt->self_ns[x] = rt->total_ns[x] > kid_total[x] ? rt->total_ns[x] - kid_total[x] : 0;
+		if (rt->shown[x] && rt->nr_kids[x])
+			rt->kids[x] = xmalloc(st_mult(rt->nr_kids[x], sizeof(**rt->kids)));
+		rt->nr_kids[x] = 0;
+	}
+	for (size_t x = 0; x < n; x++) {
+		uint32_t par = p->region_nodes[x].parent;
+
+		if (!rt->shown[x])
+			continue;
+		par = par == PROFILE_NONE ? (uint32_t)n : par;
+		rt->kids[par][rt->nr_kids[par]++] = x;
+	}
+	kid_order_t = rt;
+	for (size_t x = 0; x <= n; x++) {
+		struct idx used = { 0 };
+
+		if (!rt->nr_kids[x])
+			continue;
+		QSORT(rt->kids[x], rt->nr_kids[x], kid_cmp);
+		/* siblings have distinct names, but "a::b" may also be a name of the default domain */
+		for (uint32_t k = 0; k < rt->nr_kids[x]; k++) {
+			uint32_t c = rt->kids[x][k];
+			char *base = rt->key[c];
+
+			for (unsigned attempt = 1;; attempt++) {
+				uint64_t h;
+				size_t pos = 0, len = strlen(base) + 16;
+				uint32_t j;
+				bool clash = false;
+
+				if (attempt > 1) {
+					if (rt->key[c] != base)
+						free(rt->key[c]);
+					rt->key[c] = xmalloc(len);
+					snprintf(rt->key[c], len, "%s #%u", base, attempt);
+				}
+				h = hash_str(rt->key[c], 0);
+				while (!clash && (j = idx_next(&used, h, &pos)) != IDX_NONE)
+					clash = !strcmp(rt->key[rt->kids[x][j]], rt->key[c]);
+				if (!clash) {
+					idx_insert(&used, h, k);
+					break;
+				}
+			}
+			if (rt->key[c] != base)
+				free(base);
+		}
+		idx_release(&used);
+	}
+	free(kid_total);
+	free(inside);
+	free(v);
+}
+
+static void rtimers_release(struct rtimers *rt)
+{
+	for (size_t x = 0; x <= rt->nr; x++) {
+		free(rt->kids[x]);
+		free(rt->key[x]);
+	}
+	free(rt->total_ns);
+	free(rt->count);
+	free(rt->self_ns);
+	free(rt->par);
+	free(rt->shown);
+	free(rt->kids);
+	free(rt->nr_kids);
+	free(rt->key);
+}
+
+/* The recording's wall-clock time, or the part of it the --time-range window covers. */
+static uint64_t window_ns(const struct profile *p, const struct report_filter *f)
+{
+	uint64_t end = p->meta.duration_ns;
+
+	if (f->to_ns && f->to_ns < end)
+		end = f->to_ns;
+	return end > f->from_ns ? end - f->from_ns : 0;
+}
+
+/* Written by hand as the sampled tree is: regions may nest as deep as a recursion. */
+static int write_region_timers(FILE *out, const struct profile *p, const struct report_filter *f,
+			       const bool *keep)
+{
+	struct level { uint32_t id; uint32_t next; } *st = NULL;
+	size_t nr = 0, alloc = 0;
+	struct rtimers rt;
+	uint32_t root = (uint32_t)p->nr_region_nodes;
+
+	region_timers(&rt, p, f, keep, window_ns(p, f));
+	fputs("{\"name\": \"root\", ", out);
+	put_timer(out, rt.total_ns[root], rt.self_ns[root], 1, false);
+	ALLOC_GROW(st, 1, alloc);
+	st[nr++] = (struct level){ root, 0 };
+	while (nr) {
+		struct level *l = &st[nr - 1];
+		uint32_t n = rt.nr_kids[l->id], k, c;
+
+		if (l->next == n) {
+			nr--;
+			if (n)
+				indent(out, nr);
+			fputs(nr ? "}}" : "}", out);
+			continue;
+		}
+		k = l->next++;
+		c = rt.kids[l->id][k];
+		if (k)
+			fputc(',', out);
+		indent(out, nr);
+		report_json_string(out, rt.key[c]);
+		fputs(": {", out);
+		put_timer(out, rt.total_ns[c], rt.self_ns[c], rt.count[c], rt.par[c]);
+		ALLOC_GROW(st, nr + 1, alloc);
+		st[nr++] = (struct level){ c, 0 };
+	}
+	put_metadata(out, p, "seconds of wall-clock time (the regions' own durations)");
+	free(st);
+	rtimers_release(&rt);
+	return ferror(out) ? -EIO : 0;
+}
+
+int report_write_timers(FILE *out, const struct profile *p, const struct report_filter *f,
+			const bool *keep)
+{
+	if (p->nr_regions)
+		return write_region_timers(out, p, f, keep);
+	return write_sample_timers(out, p, keep);
+}
+

@@ -99,8 +99,10 @@ size_t *report_samples_by_thread(const struct profile *p, const bool *keep, size
  * Folded stacks of the samples KEEP accepts: "root;...;leaf" by
  * report_func_name() (';' in names made ':'), one entry per distinct text, sorted by
  * text. PREFIX, when not NULL, is put before the root as a frame of its
- * own. Returns the array (*NR entries), owned by the caller: free each
- * text, then the array (report_folded_free).
+ * own; with REGION_FRAMES, the path of the region each sample was taken
+ * in comes next, a frame per region (report_region_frames). Returns the
+ * array (*NR entries), owned by the caller: free each text, then the
+ * array (report_folded_free).
  */
 struct report_folded {
 	char *text;
@@ -108,7 +110,7 @@ struct report_folded {
 	uint64_t weight_ns;     /* their summed weight */
 };
 struct report_folded *report_folded_lines(const struct profile *p, const bool *keep,
-					  const char *prefix, size_t *nr);
+					  const char *prefix, bool region_frames, size_t *nr);
 void report_folded_free(struct report_folded *lines, size_t nr);
 
 /* Per thread of P: whether F's --pid/--tid/--comm keep it (an array to free). */
@@ -157,6 +159,49 @@ bool report_region_kept(const struct profile *p, const struct profile_region *r,
 struct report_region_row *report_region_stats(const struct profile *p, const struct report_filter *f,
 					      const bool *keep, enum report_region_split split,
 					      size_t *nr, struct report_region_totals *tot);
+
+/* ---- regions.c: what the exports show of the regions ---- */
+
+/* The frame --region-frames gives a region, before its label: "[region] outer". */
+#define REPORT_REGION_FRAME "[region] "
+
+/*
+ * Per instance of P: whether the exports show it: kept by F's thread and
+ * time filters (report_region_kept) and, with F->region, an instance of a
+ * region F names or of one nested in it. An array of p->nr_regions
+ * entries to free; *NR (when not NULL) receives how many are shown.
+ */
+bool *report_regions_shown(const struct profile *p, const struct report_filter *f, size_t *nr);
+
+/*
+ * Per mark of P: whether the exports show it: kept by F's thread and time
+ * filters and, with F->region, inside an instance SHOWN (from
+ * report_regions_shown) on its own thread. An array of p->nr_marks entries
+ * to free; *NR (when not NULL) receives how many.
+ */
+bool *report_marks_shown(const struct profile *p, const struct report_filter *f, const bool *shown,
+			 size_t *nr);
+
+/*
+ * The instances SHOWN (from report_regions_shown) as a timeline draws
+ * them, by thread then start, outer first: each inside its parent or
+ * apart from it. An instance that begins inside another and ends after
+ * it (only a damaged file has one) ends with it here. An array of *NR
+ * spans to free.
+ */
+struct report_span {
+	size_t region;          /* index into p->regions */
+	uint32_t thread;
+	uint64_t start_ns, end_ns; /* end_ns no later than the parent's */
+	size_t parent;          /* index of the enclosing span, SIZE_MAX at the thread's top */
+};
+struct report_span *report_region_spans(const struct profile *p, const bool *shown, size_t *nr);
+
+/*
+ * Region node NODE's path as folded frames, outermost first:
+ * "[region] outer;[region] inner" (';' in a name made ':'). A string to free.
+ */
+char *report_region_frames(const struct profile *p, uint32_t node);
 
 /* ---- summary.c: the figures of the header ---- */
 

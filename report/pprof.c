@@ -264,9 +264,10 @@ struct mapping {
 	bool has_filenames, has_line_numbers;
 };
 
-/* A pprof Sample: the kept samples of one stack node in one thread. */
+/* A pprof Sample: the kept samples of one stack node in one thread and region. */
 struct agg {
 	uint32_t stack, thread;
+	uint32_t region;        /* the innermost region's path node, PROFILE_NONE outside any */
 	uint64_t n, ns;         /* samples, their summed weight */
 };
 
@@ -283,8 +284,11 @@ struct pprof {
 	uint32_t *func_map;     /* per profile function: index into maps */
 	uint32_t *loc_id;       /* per profile location: Location id, 0 when unused */
 	uint64_t *loc_addr;     /* per profile location: its synthetic address */
-	struct agg *samples;    /* sorted by (stack, thread), each pair once */
+	struct agg *samples;    /* sorted by (stack, thread, region), each once */
 	size_t nr_samples;
+	char **region_path;     /* per region node with samples: "outer/inner"; else NULL */
+	char **region_name;     /* per region node with samples: "inner" (its label) */
+	bool has_regions;       /* some sample is in a region */
 };
 
 /* The string table index of S, added on first use (S stays the profile's). */
@@ -324,10 +328,12 @@ static int agg_cmp(const void *a, const void *b)
 
 	if (x->stack != y->stack)
 		return x->stack < y->stack ? -1 : 1;
-	return x->thread < y->thread ? -1 : x->thread > y->thread;
+	if (x->thread != y->thread)
+		return x->thread < y->thread ? -1 : 1;
+	return x->region < y->region ? -1 : x->region > y->region;
 }
 
-/* One entry per (stack node, thread) of the kept samples, in a fixed order. */
+/* One entry per (stack node, thread, region) of the kept samples, in a fixed order. */
 static void aggregate(struct pprof *pp, const bool *keep)
 {
 	const struct profile *p = pp->p;
@@ -336,8 +342,8 @@ static void aggregate(struct pprof *pp, const bool *keep)
 
 	for (size_t i = 0; i < p->nr_samples; i++)
 		if (keep[i])
-			a[n++] = (struct agg){ p->samples[i].stack, p->samples[i].thread, 1,
-					       p->samples[i].weight_ns };
+			a[n++] = (struct agg){ p->samples[i].stack, p->samples[i].thread,
+					       p->samples[i].region, 1, p->samples[i].weight_ns };
 	QSORT(a, n, agg_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (out && !agg_cmp(&a[out - 1], &a[i])) {
@@ -446,6 +452,9 @@ static void put_samples(struct pprof *pp, struct gz *z, struct pb *m, struct pb 
 {
 	const struct profile *p = pp->p;
 	uint32_t k_thread = intern(pp, "thread"), k_pid = intern(pp, "pid"), k_tid = intern(pp, "tid");
+	/* interned by name_regions() when some sample is in a region */
+	uint32_t k_region = pp->has_regions ? intern(pp, "region") : 0;
+	uint32_t k_region_name = pp->has_regions ? intern(pp, "region_name") : 0;
 	uint64_t *ids = NULL;
 	size_t alloc_ids = 0;
 
@@ -465,6 +474,10 @@ static void put_samples(struct pprof *pp, struct gz *z, struct pb *m, struct pb 
 		put_label(m, sub, k_thread, intern(pp, th->comm ? th->comm : ""), 0);
 		put_label(m, sub, k_pid, 0, p->procs[th->process].pid);
 		put_label(m, sub, k_tid, 0, th->tid);
+		if (a->region != PROFILE_NONE) {
+			put_label(m, sub, k_region, intern(pp, pp->region_path[a->region]), 0);
+			put_label(m, sub, k_region_name, intern(pp, pp->region_name[a->region]), 0);
+		}
 		gz_field(z, PB_PROFILE_SAMPLE, m);
 	}
 	free(ids);
@@ -536,12 +549,48 @@ static void release(struct pprof *pp)
 	free(pp->loc_id);
 	free(pp->loc_addr);
 	free(pp->samples);
+	if (pp->region_path)
+		for (size_t n = 0; n < pp->p->nr_region_nodes; n++) {
+			free(pp->region_path[n]);
+			free(pp->region_name[n]);
+		}
+	free(pp->region_path);
+	free(pp->region_name);
+}
+
+/* The labels of the regions the samples were taken in: their paths and names, interned. */
+static void name_regions(struct pprof *pp)
+{
+	const struct profile *p = pp->p;
+
+	pp->region_path = xcalloc(p->nr_region_nodes + 1, sizeof(*pp->region_path));
+	pp->region_name = xcalloc(p->nr_region_nodes + 1, sizeof(*pp->region_name));
+	for (size_t i = 0; i < pp->nr_samples; i++) {
+		uint32_t r = pp->samples[i].region;
+		char label[1024];
+		size_t len;
+
+		if (r == PROFILE_NONE || pp->region_path[r])
+			continue;
+		len = report_region_path(p, r, NULL, 0);
+		pp->region_path[r] = xmalloc(len + 1);
+		report_region_path(p, r, pp->region_path[r], len + 1);
+		pp->region_name[r] = xstrdup(profile_region_label(p, p->region_nodes[r].name, label,
+								  sizeof(label)));
+		intern(pp, "region");
+		intern(pp, "region_name");
+		pp->has_regions = true;
+		intern(pp, pp->region_path[r]);
+		intern(pp, pp->region_name[r]);
+	}
 }
 
 /*
- * Samples are aggregated by stack node and thread, with the thread's name
- * and ids as labels, so pprof's -tags and -tagfocus still tell threads
- * apart. Fields go out in field-number order, as pprof's own writer does;
+ * Samples are aggregated by stack node, thread and region, with the
+ * thread's name and ids as labels, so pprof's -tags and -tagfocus still
+ * tell threads apart, and the region's path ("outer/inner") and name
+ * ("inner") as labels region and region_name, so that -tagfocus
+ * region=outer/inner picks the samples taken in it. Fields go out in field-number order, as pprof's own writer does;
  * every string is interned before the string table is written.
  */
 int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
@@ -565,6 +614,7 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 	pp.names = report_func_names(p);
 	aggregate(&pp, keep);
 	number_tables(&pp);
+	name_regions(&pp);
 	for (size_t i = 0; i < pp.nr_samples; i++) {
 		const struct profile_thread *th = &p->threads[pp.samples[i].thread];
 

@@ -539,3 +539,129 @@ int report_write_by_region(FILE *out, const struct profile *p, const struct repo
 	free(k);
 	return shown ? 0 : -ENODATA;
 }
+
+/* ---- for the exports ---- */
+
+bool *report_regions_shown(const struct profile *p, const struct report_filter *f, size_t *nr)
+{
+	bool *thread_ok = report_threads_matching(p, f);
+	bool *shown = xcalloc(p->nr_regions + 1, 1);
+	size_t named, n = 0;
+	bool *inside = f->region ? report_region_inside(p, f->region, &named) : NULL;
+
+	for (size_t i = 0; i < p->nr_regions; i++) {
+		const struct profile_region *r = &p->regions[i];
+
+		shown[i] = report_region_kept(p, r, f, thread_ok) && (!inside || inside[r->node]);
+		n += shown[i];
+	}
+	free(thread_ok);
+	free(inside);
+	if (nr)
+		*nr = n;
+	return shown;
+}
+
+bool *report_marks_shown(const struct profile *p, const struct report_filter *f, const bool *shown,
+			 size_t *nr)
+{
+	bool *thread_ok = report_threads_matching(p, f);
+	bool *keep = xcalloc(p->nr_marks + 1, 1);
+	size_t r = 0, n = 0;
+	uint32_t thread = PROFILE_NONE;
+	uint64_t reach = 0;
+	bool any = false;
+
+	/*
+	 * Both are by thread, then time. Shown instances nest or are apart, so
+	 * a mark is inside one when the latest end of those begun by its time
+	 * is not before it.
+	 */
+	for (size_t i = 0; i < p->nr_marks; i++) {
+		const struct profile_mark *m = &p->marks[i];
+
+		if (m->thread != thread) {
+			thread = m->thread;
+			any = false;
+			while (r < p->nr_regions && p->regions[r].thread < thread)
+				r++;
+		}
+		for (; r < p->nr_regions && p->regions[r].thread == thread &&
+		       p->regions[r].start_ns <= m->time_ns; r++) {
+			if (shown[r] && (!any || p->regions[r].end_ns > reach)) {
+				reach = p->regions[r].end_ns;
+				any = true;
+			}
+		}
+		keep[i] = (!f->region || (any && reach >= m->time_ns)) && thread_ok[m->thread] &&
+			  m->time_ns >= f->from_ns && (!f->to_ns || m->time_ns < f->to_ns);
+		n += keep[i];
+	}
+	free(thread_ok);
+	if (nr)
+		*nr = n;
+	return keep;
+}
+
+struct report_span *report_region_spans(const struct profile *p, const bool *shown, size_t *nr)
+{
+	struct report_span *v = NULL;
+	size_t n = 0, alloc = 0, *stack = NULL, depth = 0, alloc_stack = 0;
+
+	for (size_t i = 0; i < p->nr_regions; i++) {
+		const struct profile_region *r = &p->regions[i];
+		struct report_span *s;
+
+		if (!shown[i])
+			continue;
+		/* leave the spans this one begins after; a new thread leaves them all */
+		while (depth && (v[stack[depth - 1]].thread != r->thread ||
+				 v[stack[depth - 1]].end_ns <= r->start_ns))
+			depth--;
+		ALLOC_GROW(v, n + 1, alloc);
+		s = &v[n];
+		s->region = i;
+		s->thread = r->thread;
+		s->start_ns = r->start_ns;
+		s->end_ns = r->end_ns;
+		s->parent = depth ? stack[depth - 1] : SIZE_MAX;
+		/* only a damaged file has one that begins inside another and ends after it */
+		if (depth && s->end_ns > v[s->parent].end_ns)
+			s->end_ns = v[s->parent].end_ns;
+		ALLOC_GROW(stack, depth + 1, alloc_stack);
+		stack[depth++] = n++;
+	}
+	free(stack);
+	*nr = n;
+	return v;
+}
+
+char *report_region_frames(const struct profile *p, uint32_t node)
+{
+	char *buf = NULL;
+	size_t len = 0, depth = 0, alloc = 0;
+	uint32_t *chain = NULL;
+	FILE *m;
+
+	for (uint32_t a = node; a != PROFILE_NONE; a = p->region_nodes[a].parent) {
+		ALLOC_GROW(chain, depth + 1, alloc);
+		chain[depth++] = a;
+	}
+	m = open_memstream(&buf, &len);
+	if (!m)
+		xmalloc(SIZE_MAX);	/* reports out of memory */
+	while (depth--) {
+		char label[1024];
+
+		profile_region_label(p, p->region_nodes[chain[depth]].name, label, sizeof(label));
+		fputs(REPORT_REGION_FRAME, m);
+		/* the separators of the folded format, as report_folded_lines makes them harmless */
+		for (const char *c = label; *c; c++)
+			fputc(*c == ';' ? ':' : (*c == '\n' || *c == '\r') ? ' ' : *c, m);
+		if (depth)
+			fputc(';', m);
+	}
+	fclose(m);
+	free(chain);
+	return buf;
+}

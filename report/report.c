@@ -51,7 +51,7 @@ static int write_section(FILE *out, const struct profile *p, const struct report
 {
 	switch (o->format) {
 	case REPORT_FOLDED:
-		report_write_folded(out, p, prefix, keep);
+		report_write_folded(out, p, prefix, o->region_frames, keep);
 		return 0;
 	case REPORT_TREE:
 		report_write_tree(out, p, o, keep);
@@ -75,16 +75,17 @@ static int write_export(FILE *out, const struct profile *p, const struct report_
 	case REPORT_JSON:
 		return report_write_json(out, p, &o->filter, keep);
 	case REPORT_TIMERS:
-		return report_write_timers(out, p, keep);
+		return report_write_timers(out, p, &o->filter, keep);
 	case REPORT_SPEEDSCOPE:
-		return report_write_speedscope(out, p, keep);
+		return report_write_speedscope(out, p, &o->filter, keep);
 	case REPORT_CHROME:
-		return report_write_chrome(out, p, keep);
+		return report_write_chrome(out, p, &o->filter, keep);
 	case REPORT_PPROF:
 		return report_write_pprof(out, p, keep);
 	case REPORT_SVG:
 	case REPORT_HTML:
-		return report_write_flame_profile(out, p, keep, o->format == REPORT_HTML);
+		return report_write_flame_profile(out, p, keep, o->format == REPORT_HTML,
+						  o->region_frames);
 	default:
 		return -EINVAL;
 	}

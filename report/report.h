@@ -72,6 +72,7 @@ struct report_opts {
 	bool lines;             /* table, tree, callers, callees: a row per source line (location) */
 	enum report_region_sort region_sort; /* --format regions */
 	bool by_region;         /* table: one section per region path */
+	bool region_frames;     /* folded, svg, html: each sample's region path as frames below its stack */
 	struct report_filter filter;
 	const char *const *inputs; /* file names, for the header */
 	size_t nr_inputs;

@@ -38,10 +38,11 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 
 /* ---- folded ---- */
 
-void report_write_folded(FILE *out, const struct profile *p, const char *prefix, const bool *keep)
+void report_write_folded(FILE *out, const struct profile *p, const char *prefix, bool region_frames,
+			 const bool *keep)
 {
 	size_t nr;
-	struct report_folded *lines = report_folded_lines(p, keep, prefix, &nr);
+	struct report_folded *lines = report_folded_lines(p, keep, prefix, region_frames, &nr);
 
 	for (size_t i = 0; i < nr; i++)
 		fprintf(out, "%s %" PRIu64 "\n", lines[i].text, lines[i].count);

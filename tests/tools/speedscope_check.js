@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Opens a profile in speedscope's own app, in headless Chromium, and checks what it shows.
 //
-// Usage: node speedscope_check.js FILE SCREENSHOT TITLE NAME...
+// Usage: node speedscope_check.js [--switch] FILE SCREENSHOT TITLE NAME...
 //
 // Serves speedscope's release build and FILE over http on 127.0.0.1 (the app
 // fetches #profileURL only over http), opens it in the Sandwich view, and
 // checks that TITLE (the profile's name) is in the toolbar and that every NAME
-// is listed in the Sandwich table of functions. Then it switches to the
+// is listed in the Sandwich table of functions. With --switch, TITLE need not
+// be the profile the app opens with: the check goes from profile to profile,
+// as the app's 'n' key does, until TITLE is the one shown. Then it switches to the
 // Left Heavy flame graph, drawn with WebGL on a canvas, and waits until a
 // screenshot (saved to SCREENSHOT) shows it: enough coloured pixels under
 // the toolbar, where a blank chart has only black, white and grey. An import
@@ -23,9 +25,11 @@ const fs = require('fs');
 const http = require('http');
 const path = require('path');
 
-const [file, shot, title, ...names] = process.argv.slice(2);
+const args = process.argv.slice(2);
+const switching = args[0] === '--switch';
+const [file, shot, title, ...names] = switching ? args.slice(1) : args;
 if (!file || !shot || !title || !names.length) {
-	console.error('usage: node speedscope_check.js FILE SCREENSHOT TITLE NAME...');
+	console.error('usage: node speedscope_check.js [--switch] FILE SCREENSHOT TITLE NAME...');
 	process.exit(2);
 }
 const modules = path.join(process.env.CONSUMERS || '', 'node_modules');
@@ -102,15 +106,47 @@ async function check(port) {
 		await page.goto(`http://127.0.0.1:${port}/index.html#profileURL=/profile.json&view=sandwich`);
 
 		const head = page.getByText(title, { exact: false }).first();
-		// whichever comes first: the profile's name, or the app's complaint
+		// whichever comes first: the profile's name (any profile's, when switching), or the
+		// app's complaint
 		await Promise.race([
-			head.waitFor({ state: 'visible' }),
+			(switching ? page.getByText('Left Heavy', { exact: false }).first() : head)
+				.waitFor({ state: 'visible' }),
 			alerted,
 			page.getByText('Something went wrong').waitFor({ state: 'visible' }).then(() => {
 				throw new Error(`the app could not import ${file}`);
 			}, () => {}),
 		]);
-		const box = await head.boundingBox();
+		const inToolbar = async () => {
+			const b = await head.isVisible() ? await head.boundingBox() : null;
+			return b && b.y <= 40;
+		};
+		// "K/N" of the toolbar's "(K/N)" after the profile's name; null with one profile
+		const position = () => page.evaluate(() => {
+			for (const el of document.querySelectorAll('body *')) {
+				const m = !el.children.length && /^\((\d+)\/(\d+)\)$/.exec(el.textContent.trim());
+				if (m)
+					return `${m[1]}/${m[2]}`;
+			}
+			return null;
+		});
+		// one profile at a time: a key pressed before the app has shown the next profile
+		// would go past the last one, which the app does not expect
+		while (switching && !(await inToolbar())) {
+			const at = await position();
+
+			if (!at || at.split('/')[0] === at.split('/')[1])
+				break;
+			await page.keyboard.press('n');
+			await page.waitForFunction((was) => {
+				for (const el of document.querySelectorAll('body *')) {
+					const m = !el.children.length && /^\((\d+)\/(\d+)\)$/.exec(el.textContent.trim());
+					if (m)
+						return `${m[1]}/${m[2]}` !== was;
+				}
+				return false;
+			}, at);
+		}
+		const box = await head.boundingBox().catch(() => null);
 		if (!box || box.y > 40)
 			fail(`'${title}' is not in the toolbar (at ${JSON.stringify(box)})`);
 		for (const name of names) {
