@@ -165,6 +165,8 @@ static json_t *region_meta_json(const struct profile *p)
 	json_object_set_new(j, "torn", u64(st->torn));
 	json_object_set_new(j, "unbalanced", u64(st->unbalanced));
 	json_object_set_new(j, "open_at_exit", u64(st->open_at_exit));
+	json_object_set_new(j, "open_at_end", u64(st->open_at_end));
+	json_object_set_new(j, "open_at_start", u64(st->open_at_start));
 	json_object_set_new(j, "paused_events", u64(st->paused));
 	for (size_t i = 0; i < p->nr_pauses; i++) {
 		json_t *s = json_object();
@@ -247,6 +249,8 @@ static json_t *regions_json(const struct profile *p, const struct report_filter 
 		json_object_set_new(j, "cpu", secs(x->cpu_ns));
 		json_object_set_new(j, "samples", u64(x->samples));
 		json_object_set_new(j, "open_at_exit", u64(x->open));
+		json_object_set_new(j, "open_at_end", u64(x->open_end));
+		json_object_set_new(j, "open_at_start", u64(x->open_start));
 		json_array_append_new(a, j);
 	}
 	for (size_t i = 0; i < out; i++)
