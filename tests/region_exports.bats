@@ -128,7 +128,8 @@ assert abs(o["self"] - (o["total"] - i["total"])) < 1e-8 and i["self"] == i["tot
 assert o["samples"] >= i["samples"] and abs(o["cpu"] - o["samples"] * d["meta"]["period_ns"] / 1e9) < 1e-6
 m = d["meta"]["regions"]
 assert m == {"events": 120, "dropped": 0, "torn": 0, "unbalanced": 0, "open_at_exit": 0,
-             "paused_events": 0, "pauses": [], "paused_seconds": 0.0}, m
+             "open_at_end": 0, "open_at_start": 0, "paused_events": 0, "pauses": [],
+             "paused_seconds": 0.0}, m
 # the same figures as --format regions
 for line in open("rows"):
     count, total, path = line.split()
