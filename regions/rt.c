@@ -104,9 +104,11 @@ static bool populate(void *p, size_t len)
 	int errsv = errno;
 	bool ok = true;
 
-	if (!__atomic_load_n(&rt.no_populate, __ATOMIC_RELAXED) && madvise(p, len, MADV_POPULATE_WRITE) < 0) {
+	if (__atomic_load_n(&rt.no_populate, __ATOMIC_RELAXED))
+		return true;    /* written unprepared, as before */
+	if (madvise(p, len, MADV_POPULATE_WRITE) < 0) {
 		if (errno == EINVAL)
-			__atomic_store_n(&rt.no_populate, true, __ATOMIC_RELAXED);     /* written unprepared, as before */
+			__atomic_store_n(&rt.no_populate, true, __ATOMIC_RELAXED);
 		else
 			ok = false;     /* EFAULT: it would have been SIGBUS; ENOMEM */
 	}
@@ -170,7 +172,10 @@ static bool open_file(void)
 
 static void after_fork_child(void);
 
-/* The process's state, set up at the first call; errno is the program's (a file name taken, a directory missing). */
+/*
+ * The process's state, set up at the first call. Errno is the program's
+ * and is kept (open_file sets it: a file name taken, a directory missing).
+ */
 static __attribute__((noinline)) bool ready_slow(void)
 {
 	int errsv = errno;
