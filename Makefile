@@ -83,11 +83,6 @@ $(O)/workloads-nofp/%: tests/workloads/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_NOFP) -o $@ $<
 
-# make bench's timing of named regions (bench/regions.sh runs it), with the reader
-$(O)/bench/regions: bench/regions.c include/proftool.h $(O)/libproftool.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)
-
 # tools that use the library (the rule below builds self-contained ones)
 $(O)/tests/tools/pystack: tests/tools/pystack.c $(O)/libproftool.a
 	@mkdir -p $(dir $@)
@@ -149,6 +144,11 @@ demo: deps
 	$(MAKE) all $(O)/workloads/train
 	$(O)/proftool record -o $(O)/demo.data -- $(O)/workloads/train
 	$(O)/proftool report -i $(O)/demo.data --limit 15
+
+# make bench's timing of named regions (bench/regions.sh runs it), with the reader
+$(O)/bench/regions: bench/regions.c include/proftool.h $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)
 
 # BENCH_ONLY=regions runs only the named regions' part (bench/regions.sh), perf only the rest
 bench: deps
