@@ -98,11 +98,6 @@ $(O)/workloads/%: tests/workloads/dnnl/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WL_CFLAGS) -o $@ $< -ldnnl
 
-# make bench's timing of named regions (bench/regions.sh runs it), with the reader
-$(O)/bench/regions: bench/regions.c include/proftool.h $(O)/libproftool.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)
-
 # tools that use the library (the rule below builds self-contained ones)
 $(O)/tests/tools/pystack: tests/tools/pystack.c $(O)/libproftool.a
 	@mkdir -p $(dir $@)
@@ -164,6 +159,11 @@ demo: deps
 	$(MAKE) all $(O)/workloads/train
 	$(O)/proftool record -o $(O)/demo.data -- $(O)/workloads/train
 	$(O)/proftool report -i $(O)/demo.data --limit 15
+
+# make bench's timing of named regions (bench/regions.sh runs it), with the reader
+$(O)/bench/regions: bench/regions.c include/proftool.h $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)
 
 # BENCH_ONLY=regions runs only the named regions' part (bench/regions.sh), perf only the rest
 bench: deps

@@ -51,16 +51,23 @@ MISSES=()
 note_result() { [ "$1" != MISS ] || MISSES+=("$2"); }
 
 # ---------------------------------------------------------------- C
-# RUNS rounds of every case, each round in fresh processes; a figure is the median
-# of the rounds' medians.
+# RUNS rounds of every case, each round in fresh processes, the order of the cases
+# reversed every other round (a recorded case leaves ~70 MB for the kernel to write
+# back while the next one runs); a figure is the median of the rounds' medians.
+CASES=(clock unrecorded unrecorded-scope recorded recorded-scope recorded-warm cold)
 progress "C: $RUNS rounds of $CRUNS runs x $PAIRS pairs per case, files under ${TMPDIR:-/tmp}"
 for ((i = 1; i <= RUNS; i++)); do
+	order=("${CASES[@]}")
+	if ((i % 2 == 0)); then
+		order=()
+		for ((k = ${#CASES[@]} - 1; k >= 0; k--)); do order+=("${CASES[k]}"); done
+	fi
 	mkdir "$T/c$i"
-	"$R" time "$T/c$i" "$PAIRS" "$CRUNS" >"$T/c$i.out" || die "bench/regions time failed"
+	"$R" time "$T/c$i" "$PAIRS" "$CRUNS" "${order[@]}" >"$T/c$i.out" || die "bench/regions time failed"
 	rm -rf "$T/c$i"
 done
 if [ -d /dev/shm ] && SHM=$(mktemp -d /dev/shm/proftool-bench-regions.XXXXXX 2>/dev/null); then
-	progress "C: the same, recorded into /dev/shm (tmpfs)"
+	progress "C: recorded into /dev/shm (tmpfs), for comparison"
 	for ((i = 1; i <= RUNS; i++)); do
 		"$R" time "$SHM" "$PAIRS" "$CRUNS" recorded >"$T/shm$i.out" || die "bench/regions time failed"
 		rm -rf "${SHM:?}"/*
