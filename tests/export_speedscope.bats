@@ -215,8 +215,9 @@ total, expect = sum(e["dur"] for e in a), n * period / 1000.0
 print("leaf_a: %d slices, %d us, %d samples x %d ns = %.0f us" % (len(a), total, n, period, expect))
 # split calls leaf_a 100 times; more slices only where the thread was off the CPU
 assert 100 <= len(a) < n, len(a)
-assert abs(total - expect) <= len(a) * period / 1000.0, (total, expect)
-assert abs(total - expect) <= 0.05 * expect, (total, expect)
+# each sample is a period of its slice, and a gap of up to half a period to the next sample is
+# bridged: on a loaded machine (samples late) the slices grow by up to that half
+assert 0.95 * expect <= total <= 1.5 * expect, (total, expect)
 ' split.trace.json
 }
 
