@@ -47,7 +47,7 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 		fprintf(out, " %6s %7s %8s", "py%", "native%", "outside%");
 	fputs(" ", out);
 	for (size_t k = 0; k < g.by.nr; k++)
-		fprintf(out, " %-*s", k + 1 < g.by.nr ? (int)width[k] : 0,
+		fprintf(out, k ? "  %-*s" : " %-*s", k + 1 < g.by.nr ? (int)width[k] : 0,
 			report_group_key_name(g.by.keys[k]));
 	fputc('\n', out);
 	for (size_t r = 0; r < rows; r++) {
@@ -62,7 +62,7 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 				pct(x->split[REPORT_PY_OUTSIDE], g.total));
 		fputs(" ", out);
 		for (size_t k = 0; k < g.by.nr; k++)
-			fprintf(out, " %-*s", k + 1 < g.by.nr ? (int)width[k] : 0,
+			fprintf(out, k ? "  %-*s" : " %-*s", k + 1 < g.by.nr ? (int)width[k] : 0,
 				report_group_label(&g, p, r, k, label, sizeof(label)));
 		fputc('\n', out);
 	}
