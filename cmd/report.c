@@ -31,7 +31,17 @@ static const char report_usage[] =
 	"                       timer JSON); speedscope; chrome (trace events); pprof\n"
 	"                       (gzip'd protobuf); svg or html (interactive flame graph);\n"
 	"                       regions (the named regions the program marked: count,\n"
-	"                       total, self, mean, min, max, %wall, cpu per region path)\n"
+	"                       total, self, mean, min, max, %wall, cpu per region path);\n"
+	"                       groups (the --group-by table alone; comm,module unless\n"
+	"                       --group-by says)\n"
+	"  --group-by KEYS      table: first a table of the samples per group, KEYS being\n"
+	"                       one or more of module (the innermost frame's library),\n"
+	"                       comm (the process's name), process, thread (the thread's\n"
+	"                       name) and state, separated by commas (comm,module);\n"
+	"                       groups, json: the groups\n"
+	"  --split              table, groups: add the Python split, py% (Python code),\n"
+	"                       native% (native code called from Python) and, per group,\n"
+	"                       outside% (native code outside Python)\n"
 	"  --min-percent P      tree: fold nodes under P% of the samples into one line\n"
 	"                       (default 0.5)\n"
 	"  --match REGEX        callers/callees: only functions whose name matches REGEX\n"
@@ -53,6 +63,8 @@ static const char report_usage[] =
 	"                       region (\"[region] outer;[region] inner;main;...\")\n"
 	"  --pid P, --tid T     keep only samples of process P or thread T\n"
 	"  --comm NAME          keep only samples of threads or processes named NAME\n"
+	"  --module NAME        keep only samples whose innermost frame is in module NAME\n"
+	"                       (libc.so.6, [kernel], [python]: as --group-by module says)\n"
 	"  --state on-cpu|off-cpu\n"
 	"                       wall-mode profiles: keep only samples of threads running\n"
 	"                       (or runnable), or only of threads sleeping or blocked\n"
@@ -76,6 +88,9 @@ enum {
 	OPT_REGION,
 	OPT_BY_REGION,
 	OPT_REGION_FRAMES,
+	OPT_GROUP_BY,
+	OPT_MODULE,
+	OPT_SPLIT,
 };
 
 static const struct option report_options[] = {
@@ -95,6 +110,9 @@ static const struct option report_options[] = {
 	{ "region", required_argument, NULL, OPT_REGION },
 	{ "by-region", no_argument, NULL, OPT_BY_REGION },
 	{ "region-frames", no_argument, NULL, OPT_REGION_FRAMES },
+	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
+	{ "module", required_argument, NULL, OPT_MODULE },
+	{ "split", no_argument, NULL, OPT_SPLIT },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -165,7 +183,7 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 			break;
 		case OPT_FORMAT:
 			if (report_format_parse(optarg, &o->ro.format) < 0)
-				return usage_error("report", "unknown format '%s' (use table, tree, callers, callees, folded, regions, json, timers, speedscope, chrome, pprof, svg or html)", optarg);
+				return usage_error("report", "unknown format '%s' (use table, tree, callers, callees, folded, regions, groups, json, timers, speedscope, chrome, pprof, svg or html)", optarg);
 			break;
 		case OPT_LIMIT:
 			if (!parse_ulong(optarg, 0, SIZE_MAX, &v))
@@ -187,6 +205,27 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 			break;
 		case OPT_COMM:
 			o->ro.filter.comm = optarg;
+			break;
+		case OPT_GROUP_BY: {
+			const char *bad;
+			size_t len;
+			int err = report_group_by_parse(optarg, &o->ro.group_by, &bad, &len);
+
+			if (err == -EEXIST)
+				return usage_error("report", "--group-by names '%.*s' twice", (int)len, bad);
+			if (err == -ENODATA)
+				return usage_error("report", "--group-by takes keys separated by commas, as in comm,module, not '%s'", optarg);
+			if (err < 0)
+				return usage_error("report", "unknown --group-by key '%.*s' (use module, comm, process, thread or state)", (int)len, bad);
+			break;
+		}
+		case OPT_MODULE:
+			if (!*optarg)
+				return usage_error("report", "--module needs a module name, as --group-by module shows it");
+			o->ro.filter.module = optarg;
+			break;
+		case OPT_SPLIT:
+			o->ro.split = true;
 			break;
 		case OPT_STATE:
 			if (!strcmp(optarg, "on-cpu"))
@@ -248,6 +287,8 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 		return usage_error("report", "unknown sort key '%s' for --format regions (use total, avg, min, max, count, self, cpu or name)", o->sort);
 	if (o->sort && o->ro.format != REPORT_REGIONS && report_sort_parse(o->sort, &o->ro.sort) < 0)
 		return usage_error("report", "unknown sort key '%s' (use cumtime, tottime, nsamples, name, filename or nfl); --format regions sorts by total, avg, min, max, count, self, cpu or name", o->sort);
+	/* groups are a partition of the samples: by self time unless told otherwise, as perf sorts them */
+	o->ro.group_sort = o->sort ? o->ro.sort : REPORT_SORT_TOTTIME;
 	if (o->ro.by_region && o->ro.format != REPORT_TABLE)
 		return usage_error("report", "--by-region goes with --format table");
 	if (o->ro.region_frames && o->ro.format != REPORT_FOLDED && o->ro.format != REPORT_SVG &&
@@ -256,8 +297,13 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 	if (o->ro.by_region && (o->ro.per_thread || o->ro.per_process))
 		return usage_error("report", "--by-region and --per-thread/--per-process cannot be combined");
 	if ((o->ro.per_thread || o->ro.per_process) && report_format_is_export(o->ro.format))
-		return usage_error("report", "--per-thread and --per-process go with table, tree, callers, callees and folded; "
+		return usage_error("report", "--per-thread and --per-process go with table, groups, tree, callers, callees and folded; "
 				   "the other formats keep threads apart themselves or not at all (filter with --tid or --pid)");
+	if (o->ro.group_by.nr && o->ro.format != REPORT_TABLE && o->ro.format != REPORT_GROUPS &&
+	    o->ro.format != REPORT_JSON)
+		return usage_error("report", "--group-by goes with table, groups and json (pprof labels every sample with its comm and module)");
+	if (o->ro.split && o->ro.format != REPORT_TABLE && o->ro.format != REPORT_GROUPS)
+		return usage_error("report", "--split goes with table and groups (json's groups have the split's counts)");
 	if (o->ro.lines && o->ro.format != REPORT_TABLE && o->ro.format != REPORT_TREE &&
 	    o->ro.format != REPORT_CALLERS && o->ro.format != REPORT_CALLEES)
 		return usage_error("report", "--lines goes with table, tree, callers and callees (the other formats name functions)");
@@ -327,6 +373,16 @@ static int do_report(struct report_cmd_opts *o)
 		      "Python module) and record with --regions auto (the default)");
 		return EXIT_FAIL;
 	}
+	if (ret == -ENXIO) {
+		output_abort(&out);
+		error("no sample's innermost frame is in module '%s'; 'proftool report --format groups --group-by module' lists them", o->ro.filter.module);
+		return EXIT_FAIL;
+	}
+	if (ret == -ENOEXEC) {
+		output_abort(&out);
+		error("--split needs Python frames and the profile has none: record a Python program with --python auto (the default)");
+		return EXIT_FAIL;
+	}
 	if (ret == -ENODATA && o->ro.by_region) {
 		output_abort(&out);
 		error("no sample was taken inside a region; 'proftool report --format regions' lists them");
@@ -344,7 +400,7 @@ static int do_report(struct report_cmd_opts *o)
 	}
 	if (ret == -ENODATA) {
 		output_abort(&out);
-		error("no samples match the --pid/--tid/--comm/--time-range/--state/--region filters; 'proftool report --per-thread' lists the threads");
+		error("no samples match the --pid/--tid/--comm/--module/--time-range/--state/--region filters; 'proftool report --per-thread' lists the threads");
 		return EXIT_FAIL;
 	}
 	return output_finish(&out, ret);

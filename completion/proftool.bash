@@ -21,11 +21,11 @@ _proftool_options()
 		;;
 	report)
 		opts='-i --sort --format --min-percent --match --lines --limit --per-thread
-			--per-process --time-range --pid --tid --comm --state --region --by-region
-			--region-frames -o -h
+			--per-process --time-range --pid --tid --comm --module --state --region
+			--by-region --region-frames --group-by --split -o -h
 			--help'
 		args='-i --sort --format --min-percent --match --limit --time-range --pid --tid
-			--comm --state --region -o'
+			--comm --module --state --region --group-by -o'
 		;;
 	diff)
 		opts='--format --limit -o -h --help'
@@ -76,10 +76,21 @@ _proftool_values()
 		if [[ $1 == diff ]]; then
 			values='table folded svg html'
 		else
-			values='table tree callers callees folded regions json timers speedscope chrome pprof svg html'
+			values='table tree callers callees folded regions groups json timers speedscope chrome pprof svg html'
 		fi
 		;;
 	--state) values='on-cpu off-cpu' ;;
+	--group-by)
+		# keys separated by commas: complete the last one, after those already there
+		local done= k
+		if [[ $cur == *,* ]]; then
+			done=${cur%,*},
+		fi
+		values=
+		for k in module comm process thread state; do
+			[[ ,$done == *,$k,* ]] || values+=" $done$k"
+		done
+		;;
 	*) return ;;
 	esac
 	mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur")

@@ -35,7 +35,7 @@ static const char other_json[] =
 static struct profile *other;
 
 static const enum report_format formats[] = {
-	REPORT_TABLE, REPORT_FOLDED, REPORT_TREE, REPORT_CALLERS, REPORT_CALLEES,
+	REPORT_TABLE, REPORT_FOLDED, REPORT_TREE, REPORT_CALLERS, REPORT_CALLEES, REPORT_GROUPS,
 	REPORT_JSON, REPORT_TIMERS, REPORT_SPEEDSCOPE, REPORT_CHROME, REPORT_PPROF,
 	REPORT_SVG, REPORT_HTML,
 };
@@ -43,8 +43,8 @@ static const enum report_format formats[] = {
 /* What report_write may return for a profile it was handed (report/report.h). */
 static void check_ret(int ret, enum report_format fmt)
 {
-	/* -ENOSYS: a writer still being finished; -EIO never happens on /dev/null */
-	if (ret == 0 || ret == -ENODATA || ret == -ENOENT || ret == -ENOSYS)
+	/* -ENOSYS: a writer still being finished; -EIO never happens on /dev/null; -ENOEXEC: --split without Python */
+	if (ret == 0 || ret == -ENODATA || ret == -ENOENT || ret == -ENOSYS || ret == -ENOEXEC)
 		return;
 	fprintf(stderr, "report_write(format %d) returned %d\n", (int)fmt, ret);
 	abort();
@@ -69,7 +69,13 @@ static void pick_filter(const struct profile *p, uint64_t *h, struct report_filt
 	const struct profile_sample *s = &p->samples[next(h) % p->nr_samples];
 	const struct profile_thread *t = &p->threads[s->thread];
 
-	switch (next(h) % 6) {
+	switch (next(h) % 7) {
+	case 5:
+		/* the module of a sample's innermost frame: some sample is kept */
+		f->module = p->funcs[p->locs[p->stacks[s->stack].loc].func].module;
+		if (!f->module || !*f->module)
+			f->module = "[unknown]";
+		break;
 	case 0:
 		f->pid = p->procs[t->process].pid;
 		break;
@@ -141,6 +147,16 @@ static void run_reports(const struct profile *p, uint64_t h)
 		o.min_percent = (double)(next(&h) % 1001) / 10;
 		o.match = next(&h) % 2 ? pick_match(p, &h) : NULL;
 		pick_filter(p, &h, &o.filter);
+		/* cmd/ allows the groups with table, groups and json, the split with the first two */
+		if (o.format == REPORT_TABLE || o.format == REPORT_GROUPS || o.format == REPORT_JSON) {
+			static const char *const keys[] = { "module", "comm,module", "process,thread,state",
+							    "state,module,thread,comm,process" };
+
+			if (next(&h) % 2)
+				report_group_by_parse(keys[next(&h) % ARRAY_SIZE(keys)], &o.group_by, NULL, NULL);
+			o.group_sort = next(&h) % (REPORT_SORT_NFL + 1);
+			o.split = o.format != REPORT_JSON && next(&h) % 2;
+		}
 		o.inputs = inputs;
 		o.nr_inputs = 1 + next(&h) % 2;
 		check_ret(report_write(devnull, p, &o), o.format);

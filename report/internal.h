@@ -66,6 +66,16 @@ void report_write_tree(FILE *out, const struct profile *p, const struct report_o
 int report_write_calls(FILE *out, const struct profile *p, const struct report_opts *o,
 		       const bool *keep);
 
+/*
+ * groups_out.c: the groups' table of the samples KEEP accepts, grouped by
+ * o->group_by and sorted by o->group_sort (at most o->limit rows), with the
+ * Python split's columns py%, native% and outside% when o->split.
+ */
+void report_write_groups(FILE *out, const struct profile *p, const struct report_opts *o,
+			 const bool *keep);
+/* groups_out.c: --split's line after the header: the kept samples by Python class. */
+void report_write_split_line(FILE *out, const struct profile *p, const bool *keep);
+
 /* regions.c: the region table (count, total, self, mean, min, max, %wall, cpu); -ENOMSG without regions. */
 int report_write_regions(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep);
@@ -87,11 +97,12 @@ int report_write_by_region(FILE *out, const struct profile *p, const struct repo
 
 /*
  * json.c: the aggregated profile (FILTER chose KEEP; the meta says how)
- * with the region table, and hierarchical timers: of the regions FILTER
- * keeps when the profile has regions, else of the samples KEEP accepts.
+ * with the region table and, when BY has keys, the groups; and
+ * hierarchical timers: of the regions FILTER keeps when the profile has
+ * regions, else of the samples KEEP accepts.
  */
 int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
-		      const bool *keep);
+		      const struct report_group_by *by, const bool *keep);
 int report_write_timers(FILE *out, const struct profile *p, const struct report_filter *filter,
 			const bool *keep);
 
@@ -108,6 +119,14 @@ int report_write_speedscope(FILE *out, const struct profile *p, const struct rep
  */
 int report_write_chrome(FILE *out, const struct profile *p, const struct report_filter *f,
 			const bool *keep);
+
+/*
+ * groups_out.c: the groups of the samples KEEP accepts by BY, for the JSON
+ * report: {"by": [...], "samples": N, ..., "rows": [...]}, largest self
+ * first. A new reference (jansson's json_t).
+ */
+struct json_t *report_groups_json(const struct profile *p, const struct report_group_by *by,
+				  const bool *keep);
 
 /* pprof.c: gzip-compressed profile.proto. */
 int report_write_pprof(FILE *out, const struct profile *p, const bool *keep);

@@ -262,7 +262,7 @@ static json_t *regions_json(const struct profile *p, const struct report_filter 
 }
 
 int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
-		      const bool *keep)
+		      const struct report_group_by *by, const bool *keep)
 {
 	uint64_t total, total_ns, *t_n = xcalloc(p->nr_threads + 1, sizeof(*t_n));
 	uint64_t *t_ns = xcalloc(p->nr_threads + 1, sizeof(*t_ns));
@@ -367,6 +367,8 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 	}
 	json_object_set_new(root, "stacks", arr);
 	json_object_set_new(root, "regions", regions_json(p, filter, keep));
+	if (by && by->nr)
+		json_object_set_new(root, "groups", report_groups_json(p, by, keep));
 	report_tree_release(&t);
 	free(path);
 	free(fs);

@@ -48,6 +48,7 @@ bool *report_select_samples(const struct profile *p, const struct report_filter 
 	bool *keep = xcalloc(p->nr_samples + 1, sizeof(*keep));
 	size_t named;
 	bool *inside = f->region ? report_region_inside(p, f->region, &named) : NULL;
+	bool any, *in_module = f->module ? report_funcs_in_module(p, f->module, &any) : NULL;
 
 	for (size_t t = 0; t < p->nr_threads; t++)
 		thread_ok[t] = thread_ok[t] && (only_thread == PROFILE_NONE || only_thread == t) &&
@@ -58,11 +59,13 @@ bool *report_select_samples(const struct profile *p, const struct report_filter 
 
 		keep[i] = thread_ok[s->thread] && s->time_ns >= f->from_ns &&
 			  (!f->to_ns || s->time_ns < f->to_ns) && (!f->state || s->state == f->state) &&
-			  (!inside || (s->region != PROFILE_NONE && inside[s->region]));
+			  (!inside || (s->region != PROFILE_NONE && inside[s->region])) &&
+			  (!in_module || in_module[p->locs[p->stacks[s->stack].loc].func]);
 		*kept += keep[i];
 	}
 	free(thread_ok);
 	free(inside);
+	free(in_module);
 	return keep;
 }
 

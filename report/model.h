@@ -281,4 +281,95 @@ void report_tree_build(struct report_tree *t, const struct profile *p, const boo
 		       bool by_line, uint32_t **stack_node);
 void report_tree_release(struct report_tree *t);
 
+/* ---- groups.c: groups of samples (--group-by) and the Python split (--split) ---- */
+
+/* What a sample was running, as --split tells them apart. */
+enum report_pyclass {
+	REPORT_PY_CODE,         /* Python code: a Python frame innermost, or the interpreter's own
+				   code (its executable or libpython) under a Python frame */
+	REPORT_PY_NATIVE,       /* native code called from Python: a Python frame on the stack,
+				   the innermost frame in another module */
+	REPORT_PY_OUTSIDE,      /* no Python frame, in a process that ran Python code (native
+				   threads, the interpreter before and after Python code) */
+	REPORT_PY_NONE,         /* a process that never ran Python code */
+	REPORT_PY_NR
+};
+
+/*
+ * The class of every stack of P, and which processes ran Python code (had
+ * a sample with a Python frame, over the whole profile, whatever a filter
+ * keeps). Freed with report_pysplit_free(), which accepts NULL.
+ */
+struct report_pysplit;
+struct report_pysplit *report_pysplit_new(const struct profile *p);
+void report_pysplit_free(struct report_pysplit *s);
+/* Whether some process of the profile ran Python code. */
+bool report_pysplit_any(const struct report_pysplit *s);
+/* The class of a sample of thread THREAD whose leaf is stack node STACK. */
+enum report_pyclass report_pysplit_class(const struct report_pysplit *s, const struct profile *p,
+					 uint32_t stack, uint32_t thread);
+
+/*
+ * Per row (a function, or BY_LINE a location): the samples KEEP accepts
+ * with the row on the stack (its cumulative samples, once per sample), by
+ * class. An array of p->nr_funcs (BY_LINE p->nr_locs) entries, to free.
+ */
+struct report_split_row {
+	uint64_t n[REPORT_PY_NR];
+};
+struct report_split_row *report_row_splits(const struct profile *p, const struct report_pysplit *s,
+					   const bool *keep, bool by_line);
+
+/*
+ * Per function of P: whether its module is NAME. *ANY receives whether
+ * some sample of P has its innermost frame in such a function. An array of
+ * p->nr_funcs entries, to free.
+ */
+bool *report_funcs_in_module(const struct profile *p, const char *name, bool *any);
+
+/* A group: one value per key of the grouping, and its samples. */
+struct report_group {
+	uint32_t value[REPORT_GROUP_NR]; /* per key, in the grouping's order (report_group_label) */
+	uint64_t self, cum;     /* samples with the group's module innermost, and with it anywhere
+				   on the stack (once per sample); the same without a module key */
+	uint64_t self_ns, cum_ns; /* their summed weight */
+	uint64_t split[REPORT_PY_NR]; /* the cumulative samples by class */
+};
+
+struct report_groups {
+	struct report_group_by by;
+	struct report_group *rows; /* in no order until report_groups_sort() */
+	size_t nr, alloc;
+	uint64_t total, total_ns; /* the samples kept, and their weight */
+	uint64_t split[REPORT_PY_NR]; /* the samples kept by class */
+	/* private: the names of modules, processes and threads (the profile's strings) */
+	const char **names;
+	size_t nr_names, alloc_names;
+	struct idx name_idx, row_idx;
+	bool wall;              /* the profile knows thread states */
+};
+
+/*
+ * Groups the samples KEEP accepts (all when NULL) by BY. Every sample is
+ * in exactly one group's self count; the rows' self counts add up to
+ * total. Release with report_groups_release().
+ */
+void report_groups_build(struct report_groups *g, const struct profile *p,
+			 const struct report_group_by *by, const bool *keep);
+void report_groups_release(struct report_groups *g);
+/* Sorts the rows by KEY: the sample keys as the table's, the name keys by the groups' values. */
+void report_groups_sort(struct report_groups *g, const struct profile *p, enum report_sort key);
+/* "module", "comm", "process", "thread" or "state". */
+const char *report_group_key_name(enum report_group_key key);
+/*
+ * The value of key K (an index into g->by.keys) of row ROW: a module,
+ * process or thread name, "COMM (pid P)" for a process, "on-cpu",
+ * "off-cpu" or "unknown" for a state. Into BUF (N bytes, truncated);
+ * returns BUF.
+ */
+const char *report_group_label(const struct report_groups *g, const struct profile *p, size_t row,
+			       size_t k, char *buf, size_t n);
+/* The module of function F as the groups and --module name it ("[unknown]" when it has none). */
+const char *report_func_module(const struct profile_func *f);
+
 #endif

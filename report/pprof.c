@@ -448,10 +448,25 @@ static void put_label(struct pb *m, struct pb *sub, uint32_t key, uint32_t str, 
 	sub->len = 0;
 }
 
+/* The comm label: the name of the thread's process, as --group-by comm has it. */
+static const char *comm_of(const struct profile *p, uint32_t thread)
+{
+	const char *comm = p->procs[p->threads[thread].process].comm;
+
+	return comm ? comm : "";
+}
+
+/* The module label: the module of the stack's innermost frame. */
+static const char *leaf_module(const struct profile *p, uint32_t stack)
+{
+	return report_func_module(&p->funcs[p->locs[p->stacks[stack].loc].func]);
+}
+
 static void put_samples(struct pprof *pp, struct gz *z, struct pb *m, struct pb *sub)
 {
 	const struct profile *p = pp->p;
 	uint32_t k_thread = intern(pp, "thread"), k_pid = intern(pp, "pid"), k_tid = intern(pp, "tid");
+	uint32_t k_comm = intern(pp, "comm"), k_module = intern(pp, "module");
 	/* interned by name_regions() when some sample is in a region */
 	uint32_t k_region = pp->has_regions ? intern(pp, "region") : 0;
 	uint32_t k_region_name = pp->has_regions ? intern(pp, "region_name") : 0;
@@ -474,6 +489,8 @@ static void put_samples(struct pprof *pp, struct gz *z, struct pb *m, struct pb 
 		put_label(m, sub, k_thread, intern(pp, th->comm ? th->comm : ""), 0);
 		put_label(m, sub, k_pid, 0, p->procs[th->process].pid);
 		put_label(m, sub, k_tid, 0, th->tid);
+		put_label(m, sub, k_comm, intern(pp, comm_of(p, a->thread)), 0);
+		put_label(m, sub, k_module, intern(pp, leaf_module(p, a->stack)), 0);
 		if (a->region != PROFILE_NONE) {
 			put_label(m, sub, k_region, intern(pp, pp->region_path[a->region]), 0);
 			put_label(m, sub, k_region_name, intern(pp, pp->region_name[a->region]), 0);
@@ -588,9 +605,12 @@ static void name_regions(struct pprof *pp)
 /*
  * Samples are aggregated by stack node, thread and region, with the
  * thread's name and ids as labels, so pprof's -tags and -tagfocus still
- * tell threads apart, and the region's path ("outer/inner") and name
- * ("inner") as labels region and region_name, so that -tagfocus
- * region=outer/inner picks the samples taken in it. Fields go out in field-number order, as pprof's own writer does;
+ * tell threads apart; with the process's name and the innermost frame's
+ * module as labels comm and module (what --group-by comm and module group
+ * by), so that -tagfocus comm=worker picks a kind of process; and the
+ * region's path ("outer/inner") and name ("inner") as labels region and
+ * region_name, so that -tagfocus region=outer/inner picks the samples
+ * taken in it. Fields go out in field-number order, as pprof's own writer does;
  * every string is interned before the string table is written.
  */
 int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
@@ -611,14 +631,19 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 	intern(&pp, "thread");
 	intern(&pp, "pid");
 	intern(&pp, "tid");
+	intern(&pp, "comm");
+	intern(&pp, "module");
 	pp.names = report_func_names(p);
 	aggregate(&pp, keep);
 	number_tables(&pp);
 	name_regions(&pp);
 	for (size_t i = 0; i < pp.nr_samples; i++) {
-		const struct profile_thread *th = &p->threads[pp.samples[i].thread];
+		const struct agg *a = &pp.samples[i];
+		const struct profile_thread *th = &p->threads[a->thread];
 
 		intern(&pp, th->comm ? th->comm : "");
+		intern(&pp, comm_of(p, a->thread));
+		intern(&pp, leaf_module(p, a->stack));
 	}
 	if (meta->command)
 		s_command = intern(&pp, meta->command);

@@ -21,6 +21,7 @@ static const struct {
 	{ "callers", REPORT_CALLERS },
 	{ "callees", REPORT_CALLEES },
 	{ "regions", REPORT_REGIONS },
+	{ "groups", REPORT_GROUPS },
 	{ "json", REPORT_JSON },
 	{ "timers", REPORT_TIMERS },
 	{ "speedscope", REPORT_SPEEDSCOPE },
@@ -59,6 +60,9 @@ static int write_section(FILE *out, const struct profile *p, const struct report
 	case REPORT_CALLERS:
 	case REPORT_CALLEES:
 		return report_write_calls(out, p, o, keep);
+	case REPORT_GROUPS:
+		report_write_groups(out, p, o, keep);
+		return 0;
 	case REPORT_TABLE:
 		break;
 	default:
@@ -73,7 +77,7 @@ static int write_export(FILE *out, const struct profile *p, const struct report_
 {
 	switch (o->format) {
 	case REPORT_JSON:
-		return report_write_json(out, p, &o->filter, keep);
+		return report_write_json(out, p, &o->filter, &o->group_by, keep);
 	case REPORT_TIMERS:
 		return report_write_timers(out, p, &o->filter, keep);
 	case REPORT_SPEEDSCOPE:
@@ -91,18 +95,53 @@ static int write_export(FILE *out, const struct profile *p, const struct report_
 	}
 }
 
-int report_write(FILE *out, const struct profile *p, const struct report_opts *o)
-{
-	uint64_t kept;
-	bool *keep;
-	int ret = 0;
+/* What --format groups groups by when --group-by does not say: perf report --sort comm,dso. */
+static const struct report_group_by default_groups = {
+	{ REPORT_GROUP_COMM, REPORT_GROUP_MODULE }, 2
+};
 
+/* The checks of the options against the profile, before anything is written. */
+static int check_opts(const struct profile *p, const struct report_opts *o)
+{
 	if (o->filter.region) {
 		size_t named;
 
 		free(report_region_inside(p, o->filter.region, &named));
 		if (!named)
 			return -ESRCH;
+	}
+	if (o->filter.module) {
+		bool any;
+
+		free(report_funcs_in_module(p, o->filter.module, &any));
+		if (!any)
+			return -ENXIO;
+	}
+	if (o->split) {
+		struct report_pysplit *ps = report_pysplit_new(p);
+		bool any = report_pysplit_any(ps);
+
+		report_pysplit_free(ps);
+		if (!any)
+			return -ENOEXEC;
+	}
+	return 0;
+}
+
+int report_write(FILE *out, const struct profile *p, const struct report_opts *opts)
+{
+	struct report_opts grouped;
+	const struct report_opts *o = opts;
+	uint64_t kept;
+	bool *keep;
+	int ret = check_opts(p, opts);
+
+	if (ret < 0)
+		return ret;
+	if (opts->format == REPORT_GROUPS && !opts->group_by.nr) {
+		grouped = *opts;
+		grouped.group_by = default_groups;
+		o = &grouped;
 	}
 	keep = report_select_samples(p, &o->filter, PROFILE_NONE, PROFILE_NONE, &kept);
 	if (o->format == REPORT_REGIONS) {
@@ -136,6 +175,11 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 		report_write_header(out, p, o, keep);
 	if (o->filter.region && o->format != REPORT_FOLDED)
 		report_write_region_line(out, p, o, keep);
+	if (o->split && (o->format == REPORT_TABLE || o->format == REPORT_GROUPS))
+		report_write_split_line(out, p, keep);
+	/* the groups of everything kept, before the function tables */
+	if (o->group_by.nr && o->format == REPORT_TABLE)
+		report_write_groups(out, p, o, keep);
 	if (o->by_region) {
 		ret = report_write_by_region(out, p, o, keep, report_write_table);
 	} else if (!o->per_thread && !o->per_process) {

@@ -17,6 +17,7 @@ enum report_format {
 	REPORT_CALLERS,
 	REPORT_CALLEES,
 	REPORT_REGIONS,    /* the named regions' table */
+	REPORT_GROUPS,     /* the groups' table alone (--group-by; comm,module by default) */
 	/* whole-profile formats: no header, no per-thread sections */
 	REPORT_JSON,       /* the aggregated profile (docs/report-json.md) */
 	REPORT_TIMERS,     /* hierarchical timers: total/self/count/children */
@@ -51,11 +52,33 @@ enum report_region_sort {
 	REPORT_RSORT_NAME,
 };
 
+/*
+ * --group-by: what a group is, one key or several ("comm,module"). module:
+ * the library of the sample's innermost frame ("[python]" for a Python
+ * function); comm: its process's name, every process of that name merged;
+ * process: its process; thread: its thread's name, across processes;
+ * state: on-cpu, off-cpu (wall mode) or unknown.
+ */
+enum report_group_key {
+	REPORT_GROUP_MODULE,
+	REPORT_GROUP_COMM,
+	REPORT_GROUP_PROCESS,
+	REPORT_GROUP_THREAD,
+	REPORT_GROUP_STATE,
+	REPORT_GROUP_NR
+};
+
+struct report_group_by {
+	enum report_group_key keys[REPORT_GROUP_NR]; /* in the order given, each once */
+	size_t nr;              /* 0: no grouping */
+};
+
 /* Which samples to keep; a zero/NULL field keeps everything. */
 struct report_filter {
 	int32_t pid;
 	int32_t tid;
 	const char *comm;       /* thread or process name */
+	const char *module;     /* the module of the innermost frame, as --group-by module names it */
 	uint64_t from_ns, to_ns; /* time since the start; to_ns 0 = to the end */
 	uint8_t state;          /* enum profile_state; PROFILE_STATE_UNKNOWN = any */
 	const char *region;     /* only samples inside this region (a name or a/b path) */
@@ -73,6 +96,9 @@ struct report_opts {
 	enum report_region_sort region_sort; /* --format regions */
 	bool by_region;         /* table: one section per region path */
 	bool region_frames;     /* folded, svg, html: each sample's region path as frames below its stack */
+	struct report_group_by group_by; /* table: a groups' table first; groups, json: the groups */
+	enum report_sort group_sort; /* the groups' order (cmd/: --sort when given, else tottime) */
+	bool split;             /* table, groups: the Python split columns (py%, native%, outside%) */
 	struct report_filter filter;
 	const char *const *inputs; /* file names, for the header */
 	size_t nr_inputs;
@@ -82,12 +108,22 @@ struct report_opts {
 int report_sort_parse(const char *s, enum report_sort *out);
 int report_format_parse(const char *s, enum report_format *out);
 int report_region_sort_parse(const char *s, enum report_region_sort *out);
+/*
+ * "comm,module": keys separated by commas. -EINVAL for an unknown key
+ * (*BAD, when not NULL, then points at it, its length in *BAD_LEN),
+ * -EEXIST for a key given twice, -ENODATA for an empty key.
+ */
+int report_group_by_parse(const char *s, struct report_group_by *out, const char **bad,
+			  size_t *bad_len);
 
 /*
  * Writes the report of P to OUT. Returns 0, -ENODATA when no sample
  * passes the filter, -ENOENT when no function matches o->match, -ESRCH
- * when no region is named o->filter.region, -ENOMSG for --format regions
- * of a profile without regions, or a negative errno from writing.
+ * when no region is named o->filter.region, -ENXIO when no sample's
+ * innermost frame is in module o->filter.module, -ENOEXEC for o->split
+ * when no process of P ran Python code (none has a Python frame),
+ * -ENOMSG for --format regions of a profile without regions, or a
+ * negative errno from writing.
  */
 int report_write(FILE *out, const struct profile *p, const struct report_opts *o);
 

@@ -140,7 +140,7 @@ void report_summarize(struct report_summary *s, const struct profile *p,
 	s->filtered = s->samples < s->samples_total;
 	if (!s->filtered) {
 		s->duration_ns = m->duration_ns;
-	} else if (!f->pid && !f->tid && !f->comm && !f->state) {
+	} else if (!f->pid && !f->tid && !f->comm && !f->state && !f->module) {
 		/* a time window alone: the part of it the recording covers */
 		uint64_t from = f->from_ns < m->duration_ns ? f->from_ns : m->duration_ns;
 		uint64_t to = f->to_ns && f->to_ns < m->duration_ns ? f->to_ns : m->duration_ns;

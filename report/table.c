@@ -17,19 +17,36 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 					report_func_stats(p, keep, &nr, &total, &total_ns);
 	size_t rows = o->limit && o->limit < nr ? o->limit : nr;
 	char label[4096], ns[48];
+	struct report_split_row *split = NULL;
 
+	if (o->split) {
+		struct report_pysplit *ps = report_pysplit_new(p);
+
+		split = report_row_splits(p, ps, keep, o->lines);
+		report_pysplit_free(ps);
+	}
 	report_sort_stats(p, st, nr, o->sort);
-	fprintf(out, "\n%15s %9s %6s %9s %6s  %s\n", "nsamples", "tottime", "tot%", "cumtime", "cum%",
-		"filename:lineno(function)");
+	fprintf(out, "\n%15s %9s %6s %9s %6s", "nsamples", "tottime", "tot%", "cumtime", "cum%");
+	if (split)
+		fprintf(out, " %6s %7s", "py%", "native%");
+	fprintf(out, "  %s\n", "filename:lineno(function)");
 	for (size_t i = 0; i < rows; i++) {
 		const struct report_func_stat *s = &st[i];
 
 		report_row_label(p, s, label, sizeof(label));
 		snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, s->self, s->cum);
-		fprintf(out, "%15s %9.3f %5.1f%% %9.3f %5.1f%%  %s\n", ns, s->self_ns / 1e9,
+		fprintf(out, "%15s %9.3f %5.1f%% %9.3f %5.1f%%", ns, s->self_ns / 1e9,
 			total ? 100.0 * s->self / total : 0.0, s->cum_ns / 1e9,
-			total ? 100.0 * s->cum / total : 0.0, label);
+			total ? 100.0 * s->cum / total : 0.0);
+		if (split) {
+			const uint64_t *n = split[o->lines ? s->loc : s->func].n;
+
+			fprintf(out, " %5.1f%% %6.1f%%", total ? 100.0 * n[REPORT_PY_CODE] / total : 0.0,
+				total ? 100.0 * n[REPORT_PY_NATIVE] / total : 0.0);
+		}
+		fprintf(out, "  %s\n", label);
 	}
+	free(split);
 	if (rows < nr)
 		fprintf(out, "... %zu more %s%s (--limit 0 shows all)\n", nr - rows,
 			o->lines ? "line" : "function", nr - rows == 1 ? "" : "s");

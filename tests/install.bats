@@ -246,7 +246,7 @@ check_values() {
 	local cmd_opt cmd opt v named offered
 
 	for cmd_opt in record:-g record:-e record:--backend record:--mode record:--python record:--regions attach:-g attach:--mode \
-		report:--sort report:--format report:--state diff:--format; do
+		report:--sort report:--format report:--state report:--group-by diff:--format; do
 		cmd=${cmd_opt%%:*} opt=${cmd_opt#*:}
 		named=$(values_in_error "$cmd" "$opt")
 		[ "$(wc -l <<<"$named")" -ge 2 ] || { echo "no values parsed from the error for $cmd $opt: $named"; false; }
@@ -268,6 +268,9 @@ check_values() {
 	done
 	offers "$1" proftool report --sort = tot :: tottime
 	offers "$1" proftool report --format s :: speedscope svg
+	# --group-by's keys, separated by commas: the last one, among those not given yet
+	offers "$1" proftool report --group-by comm,m :: comm,module
+	offers "$1" proftool report --group-by module,comm, :: module,comm,process module,comm,thread module,comm,state
 	offers "$1" proftool record -g '' :: dwarf fp none
 	offers "$1" proftool record -qg '' :: dwarf fp none
 	# numbers, names and expressions get nothing (not files)

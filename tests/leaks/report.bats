@@ -37,10 +37,12 @@ vg() {
 @test "report frees everything and closes its files, in every format" {
 	need valgrind valgrind
 	big=$BATS_FILE_TMPDIR/big.data
-	for fmt in table tree callers callees folded json timers speedscope chrome pprof svg html; do
+	for fmt in table tree callers callees folded groups json timers speedscope chrome pprof svg html; do
 		vg 0 report --format "$fmt" -o "out.$fmt" "$big"
 		[ -s "out.$fmt" ]
 	done
+	vg 0 report --group-by module,comm,process,thread,state --module libc.so.6 -o out.g "$big"
+	vg 0 report --format json --group-by comm,module -o out.gj "$big"
 	vg 0 report --per-thread --format tree -o out.pt "$big"
 	vg 0 report --comm compute-0 --time-range 0.1- -o out.f "$big" "$BATS_FILE_TMPDIR/small.data"
 	vg 0 diff -o out.diff "$BATS_FILE_TMPDIR/small.data" "$big"
@@ -69,6 +71,11 @@ vg() {
 	done
 	vg 0 report --lines --per-thread --match 'train\.py' --format callers -o lines.pt py.data
 	vg 0 diff -o py.diff py.data main.data
+	python3 "$BATS_TEST_DIRNAME/../tools/pyprofile.py" nat.data --native
+	vg 0 report --split --lines --group-by process,module -o split.txt nat.data
+	vg 0 report --split --format groups --per-thread -o split.g nat.data
+	vg 1 report --split "$BATS_FILE_TMPDIR/small.data"
+	vg 1 report --module libnothere.so "$BATS_FILE_TMPDIR/small.data"
 	python3 "$BATS_TEST_DIRNAME/../tools/pyprofile.py" bad.data --meta-python \
 		'[{"interpreter": "/p", "samples": 1, "with_frames": 0, "misses": [{"reason": "torn"}]}]'
 	vg 1 report bad.data

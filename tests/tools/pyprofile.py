@@ -24,6 +24,12 @@ loader thread (tid 4243) runs load.<locals>.read in /tmp/x/data.py. Samples, sel
 meta.python holds a supported CPython 3.11 with misses and an unsupported 3.10, unless
 --meta-python gives other JSON for it (any JSON, to test what the reader refuses).
 --main-only leaves the loader thread's samples out (a second run for proftool diff).
+--native adds samples without Python frames (for report --split and --group-by): a
+native thread of python3 (tid 4244, "omp") and a process that runs no Python (sh, pid
+4300, forked by python3):
+
+    start_thread;gomp_thread_start;gomp_barrier_wait (libgomp.so.1), thread omp      12
+    __libc_start_main;main;sh_work (sh), process sh                                   8
 """
 
 import argparse
@@ -46,7 +52,13 @@ FUNCS = [  # name, module, file, first line
     ("load.<locals>.read", PY, DATA, 12),
     ("read", "libc.so.6", None, 0),
 ]
-F = {name: i for i, (name, _, _, _) in enumerate(FUNCS)}
+NATIVE_FUNCS = [
+    ("gomp_thread_start", "libgomp.so.1", None, 0),
+    ("gomp_barrier_wait", "libgomp.so.1", None, 0),
+    ("main", "sh", None, 0),
+    ("sh_work", "sh", None, 0),
+]
+F = {name: i for i, (name, _, _, _) in enumerate(FUNCS + NATIVE_FUNCS)}
 
 MAIN = ["_start", "__libc_start_main", "Py_RunMain", ("<module>", 60), ("train", 35)]
 STACKS = [  # thread, frames root first (a name, or (name, line)), samples
@@ -59,6 +71,10 @@ STACKS = [  # thread, frames root first (a name, or (name, line)), samples
     (1, ["start_thread", ("load.<locals>.read", 14), "read"], 20),
     (1, ["start_thread", ("load.<locals>.read", 15)], 10),
 ]
+NATIVE_STACKS = [
+    (2, ["start_thread", "gomp_thread_start", "gomp_barrier_wait"], 12),
+    (3, ["__libc_start_main", "main", "sh_work"], 8),
+]
 
 PYTHONS = [
     {"interpreter": "/usr/bin/python3.11", "version": "3.11.2", "unsupported": None,
@@ -70,7 +86,7 @@ PYTHONS = [
 ]
 
 
-def build(meta_python, main_only):
+def build(meta_python, main_only, native):
     locs, loc_index = [], {}
     stacks, stack_index = [], {}
 
@@ -94,7 +110,8 @@ def build(meta_python, main_only):
 
     # one sample per millisecond, the stacks taking turns so that each thread's run in
     # time is mixed, as a real recording's is
-    pending = [[stack(frames), thread, n] for thread, frames, n in STACKS
+    pending = [[stack(frames), thread, n] for thread, frames, n in
+               STACKS + (NATIVE_STACKS if native else [])
                if not (main_only and thread)]
     times, threads, leaves = [], [], []
     t = 0
@@ -115,15 +132,19 @@ def build(meta_python, main_only):
         "lost": 0, "cpu_time_ns": len(times) * 1000000, "exit_status": 0,
         "samples": len(times), "unwind_stops": [], "python": meta_python,
     }
+    funcs = FUNCS + (NATIVE_FUNCS if native else [])
     return {
         "format": "proftool-profile", "version": 1, "meta": meta,
-        "functions": {"name": [f[0] for f in FUNCS], "module": [f[1] for f in FUNCS],
-                      "file": [f[2] for f in FUNCS], "line": [f[3] for f in FUNCS]},
+        "functions": {"name": [f[0] for f in funcs], "module": [f[1] for f in funcs],
+                      "file": [f[2] for f in funcs], "line": [f[3] for f in funcs]},
         "locations": {"function": [l[0] for l in locs], "line": [l[1] for l in locs]},
         "stacks": {"parent": [s[0] for s in stacks], "location": [s[1] for s in stacks]},
-        "processes": [{"pid": 4242, "ppid": 1, "comm": "python3", "cmdline": "python3 train.py"}],
+        "processes": [{"pid": 4242, "ppid": 1, "comm": "python3", "cmdline": "python3 train.py"}]
+        + ([{"pid": 4300, "ppid": 4242, "comm": "sh", "cmdline": "sh -c true"}] if native else []),
         "threads": [{"tid": 4242, "process": 0, "comm": "python3"},
-                    {"tid": 4243, "process": 0, "comm": "loader"}],
+                    {"tid": 4243, "process": 0, "comm": "loader"}]
+        + ([{"tid": 4244, "process": 0, "comm": "omp"},
+            {"tid": 4300, "process": 1, "comm": "sh"}] if native else []),
         "samples": {"time_us_delta": deltas, "thread": threads, "stack": leaves},
     }
 
@@ -134,9 +155,11 @@ def main():
     ap.add_argument("--meta-python", help="JSON for meta.python instead of the default")
     ap.add_argument("--main-only", action="store_true", help="only the main thread's samples")
     ap.add_argument("--plain", action="store_true", help="write plain JSON, not gzip'd")
+    ap.add_argument("--native", action="store_true",
+                    help="add a native thread and a process without Python")
     a = ap.parse_args()
     meta_python = json.loads(a.meta_python) if a.meta_python is not None else PYTHONS
-    text = json.dumps(build(meta_python, a.main_only)).encode()
+    text = json.dumps(build(meta_python, a.main_only, a.native)).encode()
     with open(a.out, "wb") as f:
         f.write(text if a.plain else gzip.compress(text))
 
