@@ -8,7 +8,7 @@ load ../helpers
 setup_file() {
 	command -v valgrind >/dev/null || return 0
 	cd "$BATS_FILE_TMPDIR" || return 1
-	# several threads and processes, kernel frames, about 15000 samples
+	# several threads and processes, kernel frames, about 15000 samples (most in module train)
 	"$PROFTOOL" record -q -F 4999 -o big.data -- "$WORKLOADS/train" 0.8
 	"$PROFTOOL" record -q -o small.data -- "$WORKLOADS/split" 0.3
 }
@@ -41,7 +41,7 @@ vg() {
 		vg 0 report --format "$fmt" -o "out.$fmt" "$big"
 		[ -s "out.$fmt" ]
 	done
-	vg 0 report --group-by module,comm,process,thread,state --module libc.so.6 -o out.g "$big"
+	vg 0 report --group-by module,comm,process,thread,state --module train -o out.g "$big"
 	vg 0 report --format json --group-by comm,module -o out.gj "$big"
 	vg 0 report --per-thread --format tree -o out.pt "$big"
 	vg 0 report --comm compute-0 --time-range 0.1- -o out.f "$big" "$BATS_FILE_TMPDIR/small.data"
