@@ -130,6 +130,37 @@ void idx_insert(struct idx *x, uint64_t hash, uint32_t id)
 	x->count++;
 }
 
+int name_lookup(const struct name_value *table, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(table[i].name, name))
+			return table[i].value;
+	return -1;
+}
+
+uint32_t strtab_intern(struct strtab *t, const char *s)
+{
+	uint64_t h = hash_str(s, 0);
+	size_t pos = 0;
+	uint32_t id;
+
+	while ((id = idx_next(&t->idx, h, &pos)) != IDX_NONE)
+		if (!strcmp(t->str[id], s))
+			return id;
+	ALLOC_GROW(t->str, t->nr + 1, t->alloc);
+	id = (uint32_t)t->nr++;
+	t->str[id] = s;
+	idx_insert(&t->idx, h, id);
+	return id;
+}
+
+void strtab_release(struct strtab *t)
+{
+	free(t->str);
+	idx_release(&t->idx);
+	memset(t, 0, sizeof(*t));
+}
+
 uint32_t idx_next(const struct idx *x, uint64_t hash, size_t *pos)
 {
 	if (!x->mask)

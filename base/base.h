@@ -89,6 +89,27 @@ void idx_insert(struct idx *x, uint64_t hash, uint32_t id);
  */
 uint32_t idx_next(const struct idx *x, uint64_t hash, size_t *pos);
 
+/* A word and what it stands for, in the tables that parse user spellings (aliases included). */
+struct name_value {
+	const char *name;
+	int value;
+};
+/* The value of NAME in TABLE (N entries), or -1 when it has none. */
+int name_lookup(const struct name_value *table, size_t n, const char *name);
+
+/*
+ * Strings interned by value: equal texts get one id, ids count from 0 in
+ * order of first use. The table keeps the caller's pointers, not copies:
+ * they must outlive it.
+ */
+struct strtab {
+	const char **str;       /* by id */
+	size_t nr, alloc;
+	struct idx idx;
+};
+uint32_t strtab_intern(struct strtab *t, const char *s);
+void strtab_release(struct strtab *t);
+
 /* Formats a message into a caller's error buffer (perf's strerror-into-buf style); ERR may be NULL. */
 __attribute__((format(printf, 3, 4)))
 void errbuf_set(char *err, size_t errlen, const char *fmt, ...);

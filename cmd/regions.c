@@ -21,15 +21,15 @@
 
 int regions_parse_mode(const char *arg, enum regions_mode *out)
 {
-	static const char *const names[] = { "off", "auto", "itt", "all" };
+	static const struct name_value names[] = {
+		{ "off", REGIONS_OFF }, { "auto", REGIONS_AUTO }, { "itt", REGIONS_ITT }, { "all", REGIONS_ALL },
+	};
+	int v = name_lookup(names, ARRAY_SIZE(names), arg);
 
-	for (size_t i = 0; i < ARRAY_SIZE(names); i++) {
-		if (!strcmp(arg, names[i])) {
-			*out = (enum regions_mode)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	if (v < 0)
+		return -EINVAL;
+	*out = (enum regions_mode)v;
+	return 0;
 }
 
 /*

@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-/* --regions: the order is the option's words' */
+/* --regions */
 enum regions_mode { REGIONS_OFF, REGIONS_AUTO, REGIONS_ITT, REGIONS_ALL };
 
 struct regions_run {

@@ -244,8 +244,7 @@ static void write_regions(FILE *out, const struct profile *p, const struct repor
 		const struct profile_region_name *nm = &p->region_names[p->region_nodes[r->node].name];
 		char ts[32], dur[32], end[32], label[1024];
 		double bound;
-		size_t len = report_region_path(p, r->node, NULL, 0);
-		char *path = xmalloc(len + 1);
+		char *path = report_region_path_dup(p, r->node);
 		uint64_t d;
 
 		fmt_us(ts, sizeof(ts), s->start_ns);
@@ -256,7 +255,6 @@ static void write_regions(FILE *out, const struct profile *p, const struct repor
 			bound = reader_end[s->parent];
 		d = fit_dur(ts, s->end_ns - s->start_ns, bound, &reader_end[i]);
 		fmt_us(dur, sizeof(dur), d);
-		report_region_path(p, r->node, path, len + 1);
 		begin_event(out, nr_events);
 		fputs("\"ph\":\"X\",\"name\":", out);
 		report_json_string(out, profile_region_label(p, p->region_nodes[r->node].name, label,

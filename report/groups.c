@@ -205,18 +205,7 @@ bool *report_funcs_in_module(const struct profile *p, const char *name, bool *an
 /* The index of string S (the profile's, kept as it is) in g->names, added on first use. */
 static uint32_t name_id(struct report_groups *g, const char *s)
 {
-	uint64_t h = hash_str(s, 0);
-	size_t pos = 0;
-	uint32_t id;
-
-	while ((id = idx_next(&g->name_idx, h, &pos)) != IDX_NONE)
-		if (!strcmp(g->names[id], s))
-			return id;
-	ALLOC_GROW(g->names, g->nr_names + 1, g->alloc_names);
-	id = g->nr_names++;
-	g->names[id] = s;
-	idx_insert(&g->name_idx, h, id);
-	return id;
+	return strtab_intern(&g->names, s);
 }
 
 static uint64_t values_hash(const struct report_groups *g, const uint32_t *v)
@@ -318,7 +307,7 @@ void report_groups_build(struct report_groups *g, const struct profile *p,
 	/* modules first: their ids are below nr_mods, and mstamp has a slot for each */
 	for (size_t f = 0; f < p->nr_funcs; f++)
 		fmod[f] = name_id(g, report_func_module(&p->funcs[f]));
-	nr_mods = g->nr_names;
+	nr_mods = g->names.nr;
 	mstamp = xcalloc(nr_mods + 1, sizeof(*mstamp));
 	for (size_t i = 0; i < nr_agg; i++) {
 		const struct agg *a = &agg[i];
@@ -374,8 +363,7 @@ void report_groups_build(struct report_groups *g, const struct profile *p,
 void report_groups_release(struct report_groups *g)
 {
 	free(g->rows);
-	free(g->names);
-	idx_release(&g->name_idx);
+	strtab_release(&g->names);
 	idx_release(&g->row_idx);
 	memset(g, 0, sizeof(*g));
 }
@@ -400,7 +388,7 @@ const char *report_group_label(const struct report_groups *g, const struct profi
 		snprintf(buf, n, "%s", v < PROFILE_STATE_NR ? state_names[v] : "unknown");
 		break;
 	default:
-		snprintf(buf, n, "%s", g->names[v]);
+		snprintf(buf, n, "%s", g->names.str[v]);
 		break;
 	}
 	return buf;
@@ -411,11 +399,6 @@ struct sort_ctx {
 	const struct profile *p;
 	enum report_sort key;
 };
-
-static int cmp_u64_desc(uint64_t a, uint64_t b)
-{
-	return a > b ? -1 : a < b;
-}
 
 /* The values of two rows, key by key: names and process names ascending, then pids, states. */
 static int values_cmp(const struct sort_ctx *c, const struct report_group *x, const struct report_group *y)
@@ -437,7 +420,7 @@ static int values_cmp(const struct sort_ctx *c, const struct report_group *x, co
 			r = (a > b) - (a < b);
 			break;
 		default:
-			r = strcmp(c->g->names[a], c->g->names[b]);
+			r = strcmp(c->g->names.str[a], c->g->names.str[b]);
 			break;
 		}
 		if (r)
@@ -450,24 +433,9 @@ static int group_cmp(const void *a, const void *b, void *arg)
 {
 	const struct sort_ctx *c = arg;
 	const struct report_group *x = a, *y = b;
-	int r = 0;
+	/* name, filename, nfl: by the groups' names */
+	int r = report_counts_cmp(c->key, REPORT_COUNTS(x), REPORT_COUNTS(y));
 
-	switch (c->key) {
-	case REPORT_SORT_CUMTIME:
-		if (!(r = cmp_u64_desc(x->cum_ns, y->cum_ns)))
-			r = cmp_u64_desc(x->self_ns, y->self_ns);
-		break;
-	case REPORT_SORT_TOTTIME:
-		if (!(r = cmp_u64_desc(x->self_ns, y->self_ns)))
-			r = cmp_u64_desc(x->cum_ns, y->cum_ns);
-		break;
-	case REPORT_SORT_NSAMPLES:
-		if (!(r = cmp_u64_desc(x->self, y->self)))
-			r = cmp_u64_desc(x->cum, y->cum);
-		break;
-	default:        /* name, filename, nfl: the groups' names */
-		break;
-	}
 	return r ? r : values_cmp(c, x, y);
 }
 

@@ -76,7 +76,10 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 /* groups_out.c: --split's line after the header: the kept samples by Python class. */
 void report_write_split_line(FILE *out, const struct profile *p, const bool *keep);
 
-/* regions.c: the region table (count, total, self, mean, min, max, %wall, cpu); -ENOMSG without regions. */
+/*
+ * regions.c: the region table (count, total, self, mean, min, max, %wall,
+ * cpu); the caller checks that there are regions.
+ */
 int report_write_regions(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep);
 

@@ -181,27 +181,6 @@ static json_t *region_meta_json(const struct profile *p)
 	return j;
 }
 
-struct row_order {
-	const struct profile *p;
-	char **paths;           /* per row */
-};
-
-/* By domain (the default one first), then total, largest first, then path: --format regions' order. */
-static int region_row_cmp(const void *a, const void *b, void *arg)
-{
-	const struct row_order *c = arg;
-	const struct report_region_row *x = a, *y = b;
-	const struct profile *p = c->p;
-	int r = strcmp(p->region_names[p->region_nodes[x->node].name].domain,
-		       p->region_names[p->region_nodes[y->node].name].domain);
-
-	if (r)
-		return r;
-	if (x->total_ns != y->total_ns)
-		return x->total_ns > y->total_ns ? -1 : 1;
-	return strcmp(c->paths[x->path], c->paths[y->path]);
-}
-
 /*
  * MXNet's aggregate statistics (count, total, min, max, avg per name and
  * domain), a row per region path, with self time and the CPU time of the
@@ -214,29 +193,21 @@ static json_t *regions_json(const struct profile *p, const struct report_filter 
 	size_t nr, named;
 	struct report_region_row *v = report_region_stats(p, f, keep, REPORT_SPLIT_NONE, &nr, &tot);
 	bool *inside = f->region ? report_region_inside(p, f->region, &named) : NULL;
-	struct row_order c = { p, xcalloc(nr + 1, sizeof(char *)) };
 	json_t *a = json_array();
 	size_t out = 0;
+	char **paths;
 
-	for (size_t i = 0; i < nr; i++) {
-		size_t len;
-
-		if (inside && !inside[v[i].node])
-			continue;
-		len = report_region_path(p, v[i].node, NULL, 0);
-		c.paths[out] = xmalloc(len + 1);
-		report_region_path(p, v[i].node, c.paths[out], len + 1);
-		v[out] = v[i];
-		v[out].path = out;
-		out++;
-	}
-	QSORT_R(v, out, region_row_cmp, &c);
+	/* with --region, the rows of the regions it names and of those nested in them */
+	for (size_t i = 0; i < nr; i++)
+		if (!inside || inside[v[i].node])
+			v[out++] = v[i];
+	paths = report_region_rows_order(p, v, out, REPORT_RSORT_TOTAL);
 	for (size_t i = 0; i < out; i++) {
 		const struct report_region_row *x = &v[i];
 		const struct profile_region_name *nm = &p->region_names[p->region_nodes[x->node].name];
 		json_t *j = json_object();
 
-		json_object_set_new(j, "path", str(c.paths[x->path]));
+		json_object_set_new(j, "path", str(paths[x->path]));
 		json_object_set_new(j, "name", str(nm->name));
 		json_object_set_new(j, "domain", str(nm->domain));
 		json_object_set_new(j, "depth", u64(p->region_nodes[x->node].depth));
@@ -253,9 +224,7 @@ static json_t *regions_json(const struct profile *p, const struct report_filter 
 		json_object_set_new(j, "open_at_start", u64(x->open_start));
 		json_array_append_new(a, j);
 	}
-	for (size_t i = 0; i < out; i++)
-		free(c.paths[i]);
-	free(c.paths);
+	report_region_paths_free(paths, out);
 	free(inside);
 	free(v);
 	return a;

@@ -215,10 +215,7 @@ bool report_stack_complete(const struct profile *p, uint32_t stack)
 
 /* ---- sort orders ---- */
 
-static const struct {
-	const char *name;
-	enum report_sort key;
-} sort_names[] = {
+static const struct name_value sort_names[] = {
 	{ "cumtime", REPORT_SORT_CUMTIME },
 	{ "cumulative", REPORT_SORT_CUMTIME },
 	{ "tottime", REPORT_SORT_TOTTIME },
@@ -233,13 +230,12 @@ static const struct {
 
 int report_sort_parse(const char *s, enum report_sort *out)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(sort_names); i++) {
-		if (!strcmp(s, sort_names[i].name)) {
-			*out = sort_names[i].key;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	int v = name_lookup(sort_names, ARRAY_SIZE(sort_names), s);
+
+	if (v < 0)
+		return -EINVAL;
+	*out = (enum report_sort)v;
+	return 0;
 }
 
 struct sort_ctx {
@@ -250,6 +246,22 @@ struct sort_ctx {
 static int cmp_u64_desc(uint64_t a, uint64_t b)
 {
 	return a > b ? -1 : a < b;
+}
+
+int report_counts_cmp(enum report_sort key, struct report_counts x, struct report_counts y)
+{
+	int r;
+
+	switch (key) {
+	case REPORT_SORT_CUMTIME:
+		return (r = cmp_u64_desc(x.cum_ns, y.cum_ns)) ? r : cmp_u64_desc(x.self_ns, y.self_ns);
+	case REPORT_SORT_TOTTIME:
+		return (r = cmp_u64_desc(x.self_ns, y.self_ns)) ? r : cmp_u64_desc(x.cum_ns, y.cum_ns);
+	case REPORT_SORT_NSAMPLES:
+		return (r = cmp_u64_desc(x.self, y.self)) ? r : cmp_u64_desc(x.cum, y.cum);
+	default:
+		return 0;
+	}
 }
 
 static int cmp_str(const char *a, const char *b)
@@ -285,16 +297,9 @@ static int stat_cmp(const void *a, const void *b, void *arg)
 
 	switch (c->key) {
 	case REPORT_SORT_CUMTIME:
-		if (!(r = cmp_u64_desc(x->cum_ns, y->cum_ns)))
-			r = cmp_u64_desc(x->self_ns, y->self_ns);
-		break;
 	case REPORT_SORT_TOTTIME:
-		if (!(r = cmp_u64_desc(x->self_ns, y->self_ns)))
-			r = cmp_u64_desc(x->cum_ns, y->cum_ns);
-		break;
 	case REPORT_SORT_NSAMPLES:
-		if (!(r = cmp_u64_desc(x->self, y->self)))
-			r = cmp_u64_desc(x->cum, y->cum);
+		r = report_counts_cmp(c->key, REPORT_COUNTS(x), REPORT_COUNTS(y));
 		break;
 	case REPORT_SORT_NAME:
 		r = cmp_str(fx->name, fy->name);

@@ -120,6 +120,8 @@ bool *report_threads_matching(const struct profile *p, const struct report_filte
 
 /* "outer/inner" (names as profile_region_label gives them) into BUF; returns the whole length. */
 size_t report_region_path(const struct profile *p, uint32_t node, char *buf, size_t n);
+/* The same, whole, in a string to free. */
+char *report_region_path_dup(const struct profile *p, uint32_t node);
 
 /*
  * Per region node: whether it is inside a region SPEC names (a name, a
@@ -202,6 +204,29 @@ struct report_span *report_region_spans(const struct profile *p, const bool *sho
  * "[region] outer;[region] inner" (';' in a name made ':'). A string to free.
  */
 char *report_region_frames(const struct profile *p, uint32_t node);
+
+/*
+ * Sorts rows of report_region_stats() as --format regions shows them: by
+ * split, then domain (the default one first), then KEY, then path. Sets
+ * each row's path to its index in the array returned: the rows' paths
+ * ("outer/inner"), freed with report_region_paths_free(paths, NR).
+ */
+char **report_region_rows_order(const struct profile *p, struct report_region_row *v, size_t nr,
+				enum report_region_sort key);
+void report_region_paths_free(char **paths, size_t nr);
+
+/*
+ * The order of --sort cumtime, tottime and nsamples between two rows of
+ * any table that counts self and cumulative samples and time (functions,
+ * lines, groups): largest first, the other figure breaking ties. 0 for
+ * the other keys, which each table orders by its own names.
+ */
+struct report_counts {
+	uint64_t self, cum, self_ns, cum_ns;
+};
+#define REPORT_COUNTS(row) \
+	((struct report_counts){ (row)->self, (row)->cum, (row)->self_ns, (row)->cum_ns })
+int report_counts_cmp(enum report_sort key, struct report_counts x, struct report_counts y);
 
 /* ---- summary.c: the figures of the header ---- */
 
@@ -343,9 +368,8 @@ struct report_groups {
 	uint64_t total, total_ns; /* the samples kept, and their weight */
 	uint64_t split[REPORT_PY_NR]; /* the samples kept by class */
 	/* private: the names of modules, processes and threads (the profile's strings) */
-	const char **names;
-	size_t nr_names, alloc_names;
-	struct idx name_idx, row_idx;
+	struct strtab names;
+	struct idx row_idx;
 	bool wall;              /* the profile knows thread states */
 };
 

@@ -274,9 +274,7 @@ struct agg {
 struct pprof {
 	const struct profile *p;
 	/* the string table; [0] is "" as profile.proto requires */
-	const char **str;
-	size_t nr_str, alloc_str;
-	struct idx str_idx;
+	struct strtab str;
 	struct mapping *maps;   /* the main binary's first; Mapping id = index + 1 */
 	size_t nr_maps, alloc_maps;
 	const char **names;     /* per profile function: report_func_name() */
@@ -294,18 +292,7 @@ struct pprof {
 /* The string table index of S, added on first use (S stays the profile's). */
 static uint32_t intern(struct pprof *pp, const char *s)
 {
-	uint64_t h = hash_str(s, 0);
-	size_t pos = 0;
-	uint32_t id;
-
-	while ((id = idx_next(&pp->str_idx, h, &pos)) != IDX_NONE)
-		if (!strcmp(pp->str[id], s))
-			return id;
-	ALLOC_GROW(pp->str, pp->nr_str + 1, pp->alloc_str);
-	id = pp->nr_str++;
-	pp->str[id] = s;
-	idx_insert(&pp->str_idx, h, id);
-	return id;
+	return strtab_intern(&pp->str, s);
 }
 
 /* The index into maps of MODULE's Mapping, added on first use. */
@@ -557,8 +544,7 @@ static void put_functions(struct pprof *pp, struct gz *z, struct pb *m)
 
 static void release(struct pprof *pp)
 {
-	free(pp->str);
-	idx_release(&pp->str_idx);
+	strtab_release(&pp->str);
 	report_func_names_free(pp->p, pp->names);
 	free(pp->maps);
 	free(pp->func_id);
@@ -585,13 +571,10 @@ static void name_regions(struct pprof *pp)
 	for (size_t i = 0; i < pp->nr_samples; i++) {
 		uint32_t r = pp->samples[i].region;
 		char label[1024];
-		size_t len;
 
 		if (r == PROFILE_NONE || pp->region_path[r])
 			continue;
-		len = report_region_path(p, r, NULL, 0);
-		pp->region_path[r] = xmalloc(len + 1);
-		report_region_path(p, r, pp->region_path[r], len + 1);
+		pp->region_path[r] = report_region_path_dup(p, r);
 		pp->region_name[r] = xstrdup(profile_region_label(p, p->region_nodes[r].name, label,
 								  sizeof(label)));
 		intern(pp, "region");
@@ -657,10 +640,10 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 	put_mappings(&pp, z, &m);
 	put_locations(&pp, z, &m, &sub);
 	put_functions(&pp, z, &m);
-	for (size_t i = 0; i < pp.nr_str; i++) {
+	for (size_t i = 0; i < pp.str.nr; i++) {
 		/* protobuf strings must be UTF-8; symbol names need not be */
-		char *clean = report_utf8_clean(pp.str[i]);
-		const char *s = clean ? clean : pp.str[i];
+		char *clean = report_utf8_clean(pp.str.str[i]);
+		const char *s = clean ? clean : pp.str.str[i];
 
 		pb_bytes(&m, PB_PROFILE_STRING_TABLE, s, strlen(s));
 		free(clean);

@@ -35,6 +35,15 @@ size_t report_region_path(const struct profile *p, uint32_t node, char *buf, siz
 	return len;
 }
 
+char *report_region_path_dup(const struct profile *p, uint32_t node)
+{
+	size_t len = report_region_path(p, node, NULL, 0);
+	char *buf = xmalloc(len + 1);
+
+	report_region_path(p, node, buf, len + 1);
+	return buf;
+}
+
 /* Whether node N's own name is COMP (LEN bytes): its name, or DOMAIN::NAME. */
 static bool name_is(const struct profile *p, uint32_t n, const char *comp, size_t len)
 {
@@ -227,10 +236,7 @@ struct report_region_row *report_region_stats(const struct profile *p, const str
 
 /* ---- sorting ---- */
 
-static const struct {
-	const char *name;
-	enum report_region_sort key;
-} sort_names[] = {
+static const struct name_value sort_names[] = {
 	{ "total", REPORT_RSORT_TOTAL },
 	{ "avg", REPORT_RSORT_AVG },
 	{ "mean", REPORT_RSORT_AVG },
@@ -244,13 +250,12 @@ static const struct {
 
 int report_region_sort_parse(const char *s, enum report_region_sort *out)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(sort_names); i++) {
-		if (!strcmp(s, sort_names[i].name)) {
-			*out = sort_names[i].key;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	int v = name_lookup(sort_names, ARRAY_SIZE(sort_names), s);
+
+	if (v < 0)
+		return -EINVAL;
+	*out = (enum report_region_sort)v;
+	return 0;
 }
 
 struct sort_ctx {
@@ -301,6 +306,26 @@ static int row_cmp(const void *a, const void *b, void *arg)
 	return strcmp(c->paths[x->path], c->paths[y->path]);
 }
 
+char **report_region_rows_order(const struct profile *p, struct report_region_row *v, size_t nr,
+				enum report_region_sort key)
+{
+	struct sort_ctx c = { p, key, xcalloc(nr + 1, sizeof(char *)) };
+
+	for (size_t i = 0; i < nr; i++) {
+		c.paths[i] = report_region_path_dup(p, v[i].node);
+		v[i].path = i;
+	}
+	QSORT_R(v, nr, row_cmp, &c);
+	return c.paths;
+}
+
+void report_region_paths_free(char **paths, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		free(paths[i]);
+	free(paths);
+}
+
 /* ---- the table ---- */
 
 static void put_seconds(FILE *out, uint64_t ns)
@@ -329,24 +354,11 @@ int report_write_regions(FILE *out, const struct profile *p, const struct report
 	struct report_region_totals tot;
 	size_t nr, rows = 0;
 	struct report_region_row *v = report_region_stats(p, &o->filter, keep, split, &nr, &tot);
-	struct sort_ctx c = { p, o->region_sort, xcalloc(nr + 1, sizeof(char *)) };
+	char **paths = report_region_rows_order(p, v, nr, o->region_sort);
 	uint64_t wall = p->meta.duration_ns, paused = 0;
 	uint32_t group = UINT32_MAX - 1;
 	const char *domain = NULL;
 
-	if (!p->nr_regions && !st->events && !p->nr_marks) {
-		free(v);
-		free(c.paths);
-		return -ENOMSG;
-	}
-	for (size_t i = 0; i < nr; i++) {
-		size_t len = report_region_path(p, v[i].node, NULL, 0);
-
-		c.paths[i] = xmalloc(len + 1);
-		report_region_path(p, v[i].node, c.paths[i], len + 1);
-		v[i].path = i;
-	}
-	QSORT_R(v, nr, row_cmp, &c);
 	for (size_t i = 0; i < p->nr_pauses; i++)
 		paused += p->pauses[i].end_ns - p->pauses[i].start_ns;
 	fprintf(out, "\nRegions: %" PRIu64 " instance%s of %" PRIu64 " region path%s in %" PRIu64
@@ -395,16 +407,14 @@ int report_write_regions(FILE *out, const struct profile *p, const struct report
 		put_seconds(out, x->max_ns);
 		fprintf(out, " %6.1f%%", wall ? 100.0 * x->total_ns / wall : 0.0);
 		put_seconds(out, x->cpu_ns);
-		fprintf(out, "  %s%s%s%s\n", c.paths[x->path], x->open ? " [open at exit]" : "",
+		fprintf(out, "  %s%s%s%s\n", paths[x->path], x->open ? " [open at exit]" : "",
 			x->open_start ? " [open at the start]" : "", x->open_end ? " [open at the end]" : "");
 		rows++;
 	}
 	if (rows < nr)
 		fprintf(out, "... %zu more region%s (--limit 0 shows all)\n", nr - rows,
 			nr - rows == 1 ? "" : "s");
-	for (size_t i = 0; i < nr; i++)
-		free(c.paths[i]);
-	free(c.paths);
+	report_region_paths_free(paths, nr);
 	free(v);
 	return 0;
 }
@@ -493,10 +503,7 @@ int report_write_by_region(FILE *out, const struct profile *p, const struct repo
 	size_t shown = 0;
 
 	for (size_t n = 0; n < p->nr_region_nodes; n++) {
-		size_t len = report_region_path(p, (uint32_t)n, NULL, 0);
-
-		paths[n] = xmalloc(len + 1);
-		report_region_path(p, (uint32_t)n, paths[n], len + 1);
+		paths[n] = report_region_path_dup(p, (uint32_t)n);
 		order[n] = (uint32_t)n;
 	}
 	QSORT_R(order, p->nr_region_nodes, path_cmp, paths);

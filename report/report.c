@@ -11,10 +11,7 @@
 #include "internal.h"
 #include "model.h"
 
-static const struct {
-	const char *name;
-	enum report_format fmt;
-} format_names[] = {
+static const struct name_value format_names[] = {
 	{ "table", REPORT_TABLE },
 	{ "folded", REPORT_FOLDED },
 	{ "tree", REPORT_TREE },
@@ -38,13 +35,12 @@ bool report_format_is_export(enum report_format fmt)
 
 int report_format_parse(const char *s, enum report_format *out)
 {
-	for (size_t i = 0; i < ARRAY_SIZE(format_names); i++) {
-		if (!strcmp(s, format_names[i].name)) {
-			*out = format_names[i].fmt;
-			return 0;
-		}
-	}
-	return -EINVAL;
+	int v = name_lookup(format_names, ARRAY_SIZE(format_names), s);
+
+	if (v < 0)
+		return -EINVAL;
+	*out = (enum report_format)v;
+	return 0;
 }
 
 static int write_section(FILE *out, const struct profile *p, const struct report_opts *o,

@@ -15,6 +15,7 @@ import functools
 import threading
 
 import proftool
+from proftool import _patch
 
 DOMAIN = "mlagents"
 
@@ -49,7 +50,7 @@ def install(timer_stack=None, domain=DOMAIN):
     if timer_stack is None:
         timer_stack = _timer_stack()
     push, pop = timer_stack.push, timer_stack.pop
-    if hasattr(push, "_proftool_original"):
+    if _patch.wrapped(push):
         return False
 
     @functools.wraps(push)
@@ -66,10 +67,8 @@ def install(timer_stack=None, domain=DOMAIN):
             proftool.end(names.pop(), domain)
         return result
 
-    push_region._proftool_original = push
-    pop_region._proftool_original = pop
-    timer_stack.push = push_region
-    timer_stack.pop = pop_region
+    _patch.wrap(timer_stack, "push", push_region, push)
+    _patch.wrap(timer_stack, "pop", pop_region, pop)
     return True
 
 
@@ -77,7 +76,4 @@ def uninstall(timer_stack=None):
     """Puts back the push and pop that install() wrapped in TIMER_STACK (same default)."""
     if timer_stack is None:
         timer_stack = _timer_stack()
-    for method in ("push", "pop"):
-        original = getattr(getattr(timer_stack, method), "_proftool_original", None)
-        if original is not None:
-            setattr(timer_stack, method, original)
+    _patch.unwrap(timer_stack, ("push", "pop"))

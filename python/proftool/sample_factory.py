@@ -14,6 +14,7 @@ they return runs inside the region; uninstall() puts them back.
 import functools
 
 import proftool
+from proftool import _patch
 
 DOMAIN = "sample_factory"
 METHODS = ("timeit", "add_time", "time_avg")
@@ -62,7 +63,6 @@ def _wrap(method, domain):
     def in_region(self, key, *args, **kwargs):
         return _Scope(method(self, key, *args, **kwargs), proftool.region(key, domain))
 
-    in_region._proftool_original = method
     return in_region
 
 
@@ -78,8 +78,8 @@ def install(timing=None, domain=DOMAIN):
     wrapped = False
     for name in METHODS:
         method = getattr(timing, name, None)
-        if method is not None and not hasattr(method, "_proftool_original"):
-            setattr(timing, name, _wrap(method, domain))
+        if method is not None and not _patch.wrapped(method):
+            _patch.wrap(timing, name, _wrap(method, domain), method)
             wrapped = True
     return wrapped
 
@@ -88,7 +88,4 @@ def uninstall(timing=None):
     """Puts back the methods that install() wrapped in TIMING (same default)."""
     if timing is None:
         timing = _timing()
-    for name in METHODS:
-        original = getattr(getattr(timing, name, None), "_proftool_original", None)
-        if original is not None:
-            setattr(timing, name, original)
+    _patch.unwrap(timing, METHODS)

@@ -19,6 +19,7 @@ taken for PyTorch itself.)
 import functools
 
 import proftool
+from proftool import _patch
 
 DOMAIN = "PyTorch"  # the domain of PyTorch's own ITT ranges
 
@@ -43,7 +44,7 @@ def install(record_function=None, domain=DOMAIN):
     if record_function is None:
         record_function = _record_function()
     enter, exit_ = record_function.__enter__, record_function.__exit__
-    if hasattr(enter, "_proftool_original"):
+    if _patch.wrapped(enter):
         return False
 
     @functools.wraps(enter)
@@ -62,10 +63,8 @@ def install(record_function=None, domain=DOMAIN):
         finally:
             proftool.end(self.name, domain)
 
-    enter_region._proftool_original = enter
-    exit_region._proftool_original = exit_
-    record_function.__enter__ = enter_region
-    record_function.__exit__ = exit_region
+    _patch.wrap(record_function, "__enter__", enter_region, enter)
+    _patch.wrap(record_function, "__exit__", exit_region, exit_)
     return True
 
 
@@ -73,7 +72,4 @@ def uninstall(record_function=None):
     """Puts back the __enter__ and __exit__ that install() wrapped (same default)."""
     if record_function is None:
         record_function = _record_function()
-    for method in ("__enter__", "__exit__"):
-        original = getattr(getattr(record_function, method), "_proftool_original", None)
-        if original is not None:
-            setattr(record_function, method, original)
+    _patch.unwrap(record_function, ("__enter__", "__exit__"))
