@@ -40,25 +40,7 @@ thread_counts() {
 # no earlier than its parent and ends no later, on the same pid and tid.
 # Prints "pid tid slices" per thread.
 check_nesting() {
-	py '
-import collections
-tracks = collections.defaultdict(list)
-for e in docs[0]["traceEvents"]:
-    if e["ph"] == "X":
-        tracks[(e["pid"], e["tid"])].append(e)
-for (pid, tid), evs in sorted(tracks.items()):
-    assert [e["ts"] for e in evs] == sorted(e["ts"] for e in evs), ("not sorted by ts", pid, tid)
-    stack = []
-    for e in evs:
-        s, end = e["ts"], e["ts"] + e["dur"]
-        # leave the open slices this one is not inside; it must not overlap them
-        while stack and not (stack[-1][0] <= s and end <= stack[-1][1] and
-                             not (s == stack[-1][1] and stack[-1][1] > stack[-1][0])):
-            assert s >= stack[-1][1], ("overlap", pid, tid, e, stack[-1])
-            stack.pop()
-        stack.append((s, end))
-    print(pid, tid, len(evs))
-' "$1"
+	python3 "$BATS_TEST_DIRNAME/tools/chrome_nesting.py" "$1"
 }
 
 @test "speedscope: the file validates against speedscope's bundled schema" {

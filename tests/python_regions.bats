@@ -33,19 +33,6 @@ teardown() {
 	return 0
 }
 
-# ---- interpreters ----
-
-# use_python debian|MINOR: sets PY to Debian's python3 (never skipped under CI) or to
-# pyenv's MINOR (skipped when it is not installed: extra coverage)
-use_python() {
-	if [ "$1" = debian ]; then
-		[ -x "$PYTHON3" ] || skip_or_fail "no $PYTHON3 (Debian 12's python3 package)"
-		PY=$PYTHON3
-	else
-		PY=$(pyenv_python "$1") || skip "no pyenv $1 under $PYENV (extra coverage)"
-	fi
-}
-
 # ---- running and reading ----
 
 # recorded PROGRAM [ARGS]: runs the workload PROGRAM (in tests/workloads/pyregions) with

@@ -53,24 +53,7 @@ region_rows() {
 # sees them: ts + dur summed as doubles, a child inside its parent, siblings apart.
 # Prints "pid tid events" per track.
 check_nesting() {
-	py '
-import collections
-tracks = collections.defaultdict(list)
-for e in docs[0]["traceEvents"]:
-    if e["ph"] == "X":
-        tracks[(e["pid"], e["tid"])].append(e)
-for (pid, tid), evs in sorted(tracks.items()):
-    assert [e["ts"] for e in evs] == sorted(e["ts"] for e in evs), ("not sorted by ts", pid, tid)
-    stack = []
-    for e in evs:
-        s, end = e["ts"], e["ts"] + e["dur"]
-        while stack and not (stack[-1][0] <= s and end <= stack[-1][1] and
-                             not (s == stack[-1][1] and stack[-1][1] > stack[-1][0])):
-            assert s >= stack[-1][1], ("overlap", pid, tid, e, stack[-1])
-            stack.pop()
-        stack.append((s, end))
-    print(pid, tid, len(evs))
-' "$1"
+	python3 "$BATS_TEST_DIRNAME/tools/chrome_nesting.py" "$1"
 }
 
 # Checks the evented profiles of a speedscope file as speedscope's importer does
