@@ -475,9 +475,12 @@ JS
 	[ "$status" -eq 0 ]
 	grep -E '[0-9]%  libpushy\.so\+0x[0-9a-f]+$' <<<"$output" >rows
 	cat rows
-	[ "$(wc -l <rows)" -eq 1 ]
-	read -r _ _ share _ _ off <<<"$(cat rows)"
+	# one row holds the function (a stray sample in the exported caller may make another,
+	# under 1 %; rows a few bytes apart would each hold a real share)
+	read -r _ _ share _ _ off <<<"$(head -n1 rows)"
 	at_least "${share%\%}" 90
+	tail -n +2 rows | awk '{ s = $3; sub(/%/, "", s); if (s + 0 >= 1) exit 1 }' ||
+		{ echo "samples scattered over rows"; false; }
 	starts=$(readelf --debug-dump=frames libpushy.so | sed -n 's/.* FDE .* pc=0*\([0-9a-f]*\)\.\..*/\1/p')
 	grep -qx "${off#libpushy.so+0x}" <<<"$starts" || { echo "$off is no FDE start: $starts"; false; }
 }

@@ -232,9 +232,10 @@ check_naps() {
 	# 2-CPU machine its split drifts either way (70/30, 47/53 measured), so there it is
 	# only held to sampling both bursts, not to their split. The perf backend reads the Python
 	# stack after the sample, late by more on a loaded machine (6-8 % of the samples
-	# under ASan): a burst's last samples may name nap
+	# under ASan, 16.2 % once in a CI run): a burst's last samples may name nap, which
+	# must still stay well below either burst
 	if [ "$backend" = perf ]; then
-		max_nap=15
+		max_nap=25
 		at_least "$ab" 80
 		near "$split" 60 8
 	else
