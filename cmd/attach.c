@@ -205,10 +205,10 @@ static char *target_cmdline(pid_t pid)
 	return xstrdup(buf);
 }
 
-static int do_attach(struct sampling_opts *o, pid_t pid)
+int attach_process(struct sampling_opts *o, pid_t pid, const struct sampling_view *view)
 {
 	struct sampler_opts so = { 0 };
-	struct sampling_run r = { .o = o, .target = pid };
+	struct sampling_run r = { .o = o, .target = pid, .view = view };
 	pid_t *tids = NULL;
 	size_t nr;
 	bool was_stopped;
@@ -216,7 +216,7 @@ static int do_attach(struct sampling_opts *o, pid_t pid)
 	char *cmdline;
 	int ret;
 
-	if ((ret = check_target(pid)) || (ret = sampling_check_output(o)))
+	if ((ret = check_target(pid)) || (ret = sampling_check_output(o)) || (ret = live_open(&r)))
 		return ret;
 	sampling_signals(&waitmask);
 	/*
@@ -227,6 +227,7 @@ static int do_attach(struct sampling_opts *o, pid_t pid)
 	was_stopped = proc_task_state(pid, pid, NULL) == 'T';
 	if (!was_stopped && kill(pid, SIGSTOP) < 0) {
 		error("cannot stop process %d to attach: %s", (int)pid, strerror(errno));
+		live_end(&r);
 		return EXIT_FAIL;
 	}
 	nr = list_tasks(pid, &tids);
@@ -242,6 +243,7 @@ static int do_attach(struct sampling_opts *o, pid_t pid)
 		if (!was_stopped)
 			kill(pid, SIGCONT);
 		free(tids);
+		live_end(&r);
 		return EXIT_FAIL;
 	}
 	cmdline = target_cmdline(pid);
@@ -252,6 +254,7 @@ static int do_attach(struct sampling_opts *o, pid_t pid)
 	for (size_t i = 0; i < nr; i++)
 		sym_session_add_existing(r.syms, pid, tids[i]);
 	sampler_enable(r.sampler);
+	live_begin(&r);
 	if (!was_stopped)
 		kill(pid, SIGCONT);
 	free(tids);
@@ -270,5 +273,5 @@ int cmd_attach(int argc, char **argv)
 
 	if (ret)
 		return ret < 0 ? EXIT_OK : ret;
-	return do_attach(&o, pid);
+	return attach_process(&o, pid, NULL);
 }

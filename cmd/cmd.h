@@ -60,5 +60,6 @@ int cmd_record(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
+int cmd_control(int argc, char **argv);
 
 #endif

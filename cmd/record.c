@@ -23,6 +23,7 @@ static const char record_head[] =
 	"\n";
 static const char record_tail[] =
 	"  --duration SEC       stop profiling after SEC seconds; COMMAND keeps running\n"
+
 	"  -q                   no status line and no summary on stderr\n"
 	"  -h, --help           show this help\n";
 
@@ -105,23 +106,24 @@ static int exit_status_of(int status)
 	return EXIT_FAIL;
 }
 
-static int do_record(struct sampling_opts *o, char **command)
+int record_command(struct sampling_opts *o, char **command, const struct sampling_view *view)
 {
 	struct sampler_opts so = { .enable_on_exec = true };
-	struct sampling_run r = { .o = o };
+	struct sampling_run r = { .o = o, .view = view };
 	struct sampler_child child = { -1, -1, -1 };
 	char *cmdline = join_argv(command);
 	sigset_t waitmask;
 	int ret, exit_code;
 
 	/* find out now, not after a long run, that the profile cannot be written */
-	if (sampling_check_output(o)) {
+	if (sampling_check_output(o) || live_open(&r)) {
 		free(cmdline);
 		return EXIT_FAIL;
 	}
 	/* before the fork: the command inherits the environment that names the directory */
 	r.regions.mode = o->regions;
 	if (regions_prepare_record(&r.regions) < 0) {
+		live_end(&r);
 		free(cmdline);
 		return EXIT_FAIL;
 	}
@@ -130,6 +132,7 @@ static int do_record(struct sampling_opts *o, char **command)
 	if (ret < 0) {
 		error("cannot start '%s': %s", command[0], strerror(-ret));
 		regions_release(&r.regions);
+		live_end(&r);
 		free(cmdline);
 		return EXIT_FAIL;
 	}
@@ -139,6 +142,7 @@ static int do_record(struct sampling_opts *o, char **command)
 	if (!r.sampler) {
 		sampler_spawn_abort(&child);
 		regions_release(&r.regions);
+		live_end(&r);
 		free(cmdline);
 		return EXIT_FAIL;
 	}
@@ -155,11 +159,13 @@ static int do_record(struct sampling_opts *o, char **command)
 		error("cannot run '%s': %s", command[0], strerror(-ret));
 		sampler_close(r.sampler);
 		regions_release(&r.regions);
+		live_end(&r);
 		sym_session_free(r.syms);
 		sym_python_free(o->py);
 		free(cmdline);
 		return EXIT_NOT_RUN;
 	}
+	live_begin(&r);
 	sampling_loop(&r, &waitmask);
 	exit_code = exit_status_of(r.status);
 	if (sampling_finish(&r) && !exit_code)
@@ -176,5 +182,5 @@ int cmd_record(int argc, char **argv)
 
 	if (ret)
 		return ret < 0 ? EXIT_OK : ret;
-	return do_record(&o, command);
+	return record_command(&o, command, NULL);
 }

@@ -13,10 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "base/base.h"
 #include "cmd.h"
+#include "regions/format.h"
 #include "regions/regions.h"
 
 int regions_parse_mode(const char *arg, enum regions_mode *out)
@@ -62,6 +64,63 @@ static char *find_runtime(void)
 	return NULL;
 }
 
+/*
+ * Maps the directory's pause switch, making it when it is not there
+ * (attach: a program that never paused has none yet). Without it the
+ * program's pauses still come out of its events, only not live.
+ */
+static void map_switch(struct regions_run *rr)
+{
+	char path[PATH_MAX];
+	bool made = true;
+	void *map;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/" RGN_CONTROL_FILE, rr->dir) >= (int)sizeof(path))
+		return;
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0 && errno == EEXIST) {
+		made = false;
+		fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
+	}
+	if (fd < 0)
+		return;
+	if (made && ftruncate(fd, RGN_CONTROL_SIZE) < 0) {
+		close(fd);
+		unlink(path);
+		return;
+	}
+	map = mmap(NULL, RGN_CONTROL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (map == MAP_FAILED)
+		return;
+	rr->sw = map;
+	if (made)
+		memcpy(rr->sw->magic, RGN_CONTROL_MAGIC, 8);
+	else if (memcmp(rr->sw->magic, RGN_CONTROL_MAGIC, 8)) {
+		munmap(map, RGN_CONTROL_SIZE);
+		rr->sw = NULL;
+		return;
+	}
+	rr->sw_seq = __atomic_load_n(&rr->sw->seq, __ATOMIC_ACQUIRE);
+	/* attach: a program paused before we came is paused now */
+	if (!made && __atomic_load_n(&rr->sw->paused, __ATOMIC_RELAXED))
+		rr->sw_seq--;
+}
+
+int regions_switch(struct regions_run *rr)
+{
+	uint64_t seq;
+
+	if (!rr->sw)
+		return -1;
+	seq = __atomic_load_n(&rr->sw->seq, __ATOMIC_ACQUIRE);
+	if (seq == rr->sw_seq)
+		return -1;
+	rr->sw_seq = seq;
+	return __atomic_load_n(&rr->sw->paused, __ATOMIC_RELAXED) ? 1 : 0;
+}
+
 int regions_prepare_record(struct regions_run *rr)
 {
 	const char *tmp = getenv("TMPDIR");
@@ -91,6 +150,7 @@ int regions_prepare_record(struct regions_run *rr)
 		return -errno;
 	}
 	rr->own = true;
+	map_switch(rr);
 	setenv("PROFTOOL_REGIONS", rr->dir, 1);
 	if (rt) {
 		setenv("PROFTOOL_RT", rt, 1);
@@ -150,6 +210,7 @@ int regions_prepare_attach(struct regions_run *rr, pid_t pid)
 	}
 	if (*dir == '/') {
 		rr->dir = dir;
+		map_switch(rr);
 		return 0;
 	}
 	/* relative to the program's working directory, which is not ours */
@@ -160,6 +221,7 @@ int regions_prepare_attach(struct regions_run *rr, pid_t pid)
 		rr->dir = xstrdup(path);
 	free(path);
 	free(dir);
+	map_switch(rr);
 	return 0;
 }
 
@@ -229,6 +291,9 @@ void regions_finish(struct regions_run *rr, struct profile *p, uint64_t start_ns
 
 void regions_release(struct regions_run *rr)
 {
+	if (rr->sw)
+		munmap(rr->sw, RGN_CONTROL_SIZE);
+	rr->sw = NULL;
 	if (rr->dir && rr->own)
 		remove_dir(rr->dir);
 	free(rr->dir);

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct rgn_control;
+
 /* --regions */
 enum regions_mode { REGIONS_OFF, REGIONS_AUTO, REGIONS_ITT, REGIONS_ALL };
 
@@ -14,6 +16,8 @@ struct regions_run {
 	enum regions_mode mode;
 	char *dir;              /* where the programs write; NULL: no regions */
 	bool own;               /* made by record, removed at the end */
+	struct rgn_control *sw; /* the directory's pause switch, mapped */
+	uint64_t sw_seq;        /* its seq when last looked at */
 };
 
 /* "off", "auto", "itt", "all": 0, or -EINVAL. */
@@ -28,6 +32,12 @@ int regions_parse_mode(const char *arg, enum regions_mode *out);
 int regions_prepare_record(struct regions_run *rr);
 /* attach: the directory PID was started with (PROFTOOL_REGIONS), if any. Never fails. */
 int regions_prepare_attach(struct regions_run *rr, pid_t pid);
+
+/*
+ * Whether the programs paused themselves (proftool_pause): 1 paused, 0
+ * resumed, -1 no change since the last call (or no switch).
+ */
+int regions_switch(struct regions_run *rr);
 
 struct profile;
 /* Reads what the programs wrote and joins it with P (rgn_join); warnings on stderr. */

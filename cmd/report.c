@@ -316,24 +316,45 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 	return 0;
 }
 
+static int by_series_offset(const void *a, const void *b)
+{
+	const struct profile *x = *(struct profile *const *)a, *y = *(struct profile *const *)b;
+
+	return x->meta.series_offset_ns < y->meta.series_offset_ns ? -1 :
+	       x->meta.series_offset_ns > y->meta.series_offset_ns;
+}
+
+/*
+ * The files, merged. The snapshots of one recording (OUT.1, OUT.2, ...,
+ * OUT) are put back on its time line, in order, whatever order the shell
+ * listed them in.
+ */
 static struct profile *load(const struct report_cmd_opts *o)
 {
-	struct profile *all = NULL;
+	struct profile **ps = xcalloc(o->nr_inputs + 1, sizeof(*ps)), *all;
+	bool series = true;
 
 	for (size_t i = 0; i < o->nr_inputs; i++) {
-		struct profile *p = read_profile(o->inputs[i]);
-
-		if (!p) {
-			profile_free(all);
+		ps[i] = read_profile(o->inputs[i]);
+		if (!ps[i]) {
+			for (size_t k = 0; k < i; k++)
+				profile_free(ps[k]);
+			free(ps);
 			return NULL;
 		}
-		if (!all) {
-			all = p;
-			continue;
-		}
-		profile_merge(all, p);
-		profile_free(p);
+		series = series && ps[i]->meta.series && !strcmp(ps[i]->meta.series, ps[0]->meta.series);
 	}
+	if (series && o->nr_inputs > 1) {
+		qsort(ps, o->nr_inputs, sizeof(*ps), by_series_offset);
+		for (size_t i = 1; i < o->nr_inputs; i++)
+			profile_shift_times(ps[i], ps[i]->meta.series_offset_ns - ps[0]->meta.series_offset_ns);
+	}
+	all = ps[0];
+	for (size_t i = 1; i < o->nr_inputs; i++) {
+		profile_merge(all, ps[i]);
+		profile_free(ps[i]);
+	}
+	free(ps);
 	return all;
 }
 

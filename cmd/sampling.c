@@ -56,7 +56,20 @@ const char sampling_usage[] =
 	"  --regions auto|itt|all|off\n"
 	"                       collect the named regions the program marks (<proftool.h>,\n"
 	"                       the proftool Python module); itt or all: also Intel ITT\n"
-	"                       tasks, frames and markers (oneDNN's) (default auto)\n";
+	"                       tasks, frames and markers (oneDNN's) (default auto)\n"
+	"  --delay SEC          sample only from SEC seconds in (--duration counts from then)\n"
+	"  --paused             start paused: nothing is sampled until 'resume' (--control)\n"
+	"                       or SIGUSR2\n"
+	"  --control fifo:PATH[,ACK]\n"
+	"                       read 'pause', 'resume', 'snapshot' and 'stop' lines from the\n"
+	"                       FIFO PATH (made if missing; 'proftool control PATH CMD' sends\n"
+	"                       one and waits for its answer); with ACK, answer there too\n"
+	"  --snapshot-every SEC|SIZE\n"
+	"                       every SEC seconds, or every SIZE (e.g. 100M) of sample data,\n"
+	"                       write OUT.1, OUT.2, ...: each a whole profile of its part;\n"
+	"                       OUT has the rest ('proftool report OUT OUT.*' merges them)\n"
+	"  --keep N             keep the N newest snapshots, removing older ones\n"
+	"  signals to proftool: SIGUSR1 writes a snapshot, SIGUSR2 pauses or resumes\n";
 
 void sampling_opts_init(struct sampling_opts *o)
 {
@@ -140,6 +153,25 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 		if (regions_parse_mode(arg, &o->regions) < 0)
 			return usage_error(command, "--regions takes auto, itt, all or off, not '%s'", arg);
 		return 0;
+	case OPT_DELAY:
+		if (!parse_seconds(arg, &o->live.delay))
+			return usage_error(command, "--delay must be a positive number of seconds, not '%s'", arg);
+		return 0;
+	case OPT_PAUSED:
+		o->live.paused = true;
+		return 0;
+	case OPT_CONTROL:
+		if (live_parse_control(arg, &o->live) < 0)
+			return usage_error(command, "--control takes fifo:PATH or fifo:PATH,ACK, not '%s'", arg);
+		return 0;
+	case OPT_SNAPSHOT_EVERY:
+		if (live_parse_every(arg, &o->live) < 0)
+			return usage_error(command, "--snapshot-every takes seconds (60) or a size (100M, 1G), not '%s'", arg);
+		return 0;
+	case OPT_KEEP:
+		if (!parse_ulong(arg, 1, 1000000, &o->live.keep))
+			return usage_error(command, "--keep must be a whole number of snapshots from 1, not '%s'", arg);
+		return 0;
 	case 'q':
 		o->quiet = true;
 		return 0;
@@ -152,6 +184,10 @@ int sampling_validate(const struct sampling_opts *o, const char *command)
 {
 	if (o->wall && o->backend == BACKEND_PERF)
 		return usage_error(command, "--mode wall samples with ptrace; use --backend ptrace or auto");
+	if (o->live.paused && o->live.delay > 0)
+		return usage_error(command, "--delay and --paused do not go together: --paused waits for 'resume'");
+	if (!strcmp(o->output, "-") && (o->live.every_secs || o->live.every_bytes))
+		return usage_error(command, "--snapshot-every writes files beside -o FILE; name a file");
 	return 0;
 }
 
@@ -192,6 +228,10 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 	(void)uc;
 	if (sig == SIGCHLD)
 		return;
+	if (sig == SIGUSR1 || sig == SIGUSR2) {
+		live_signal(sig);
+		return;
+	}
 	/* the terminal's Ctrl-C, Ctrl-\\ and hang-up come from the kernel */
 	got_signal_from_tty = si && si->si_code == SI_KERNEL;
 	got_signal = sig;
@@ -199,7 +239,7 @@ static void on_signal(int sig, siginfo_t *si, void *uc)
 
 void sampling_signals(sigset_t *waitmask)
 {
-	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD };
+	static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGCHLD, SIGUSR1, SIGUSR2 };
 	struct sigaction sa;
 	sigset_t block;
 
@@ -356,7 +396,13 @@ void sampling_begin(struct sampling_run *r)
 
 static int feed(const struct sampler_rec *rec, void *arg)
 {
-	return sym_session_add(arg, rec);
+	struct sampling_run *r = arg;
+
+	/* sample data as perf.data would hold it: the record, its stack copy and chain */
+	if (rec->type == SAMPLER_REC_SAMPLE)
+		live_count(&r->live, 64 + rec->sample.stack_size + 8ull * rec->sample.nr_chain +
+			   rec->sample.extra_size);
+	return sym_session_add(r->syms, rec);
 }
 
 static void status_line(struct sampling_run *r)
@@ -370,9 +416,10 @@ static void status_line(struct sampling_run *r)
 	r->last_status_ns = now;
 	sampler_get_stats(r->sampler, &st);
 	sym_session_counts(r->syms, &c);
-	fprintf(stderr, "\rproftool: recording %.1f s, %" PRIu64 " samples, %" PRIu64
-		" lost, %zu process%s, %zu thread%s\033[K", (now - r->start_ns) / 1e9, st.samples,
-		st.lost, c.processes, c.processes == 1 ? "" : "es", c.threads, c.threads == 1 ? "" : "s");
+	fprintf(stderr, "\rproftool: %s %.1f s, %" PRIu64 " samples, %" PRIu64
+		" lost, %zu process%s, %zu thread%s\033[K", r->live.off ? "paused at" : "recording",
+		(now - r->start_ns) / 1e9, st.samples, st.lost, c.processes,
+		c.processes == 1 ? "" : "es", c.threads, c.threads == 1 ? "" : "s");
 }
 
 /* Whether the attached process has gone (or is a zombie waiting for its parent). */
@@ -386,11 +433,13 @@ static bool target_gone(pid_t pid)
 
 void sampling_loop(struct sampling_run *r, const sigset_t *waitmask)
 {
-	uint64_t deadline = r->o->duration > 0 ? r->start_ns + (uint64_t)(r->o->duration * 1e9) : 0;
+	uint64_t duration = r->o->duration > 0 ? (uint64_t)(r->o->duration * 1e9) : 0;
 	int interrupts = 0;
 
+	if (!r->deadline_from)
+		r->deadline_from = r->start_ns;
 	while (r->status < 0) {
-		int sig, ret = sampler_read(r->sampler, 100, waitmask, feed, r->syms);
+		int sig, ret = sampler_read(r->sampler, 100, waitmask, feed, r);
 
 		if (ret < 0)
 			break;
@@ -425,7 +474,12 @@ void sampling_loop(struct sampling_run *r, const sigset_t *waitmask)
 		}
 		if (r->target > 0 && target_gone(r->target))
 			break;
-		if (deadline && time_mono_ns() >= deadline)
+		if (!live_poll(r))
+			break;
+		if (r->view && r->view->tick && !r->view->tick(r, r->view->arg))
+			break;
+		/* not while --delay holds the start back */
+		if (duration && !r->live.delay_until && time_mono_ns() >= r->deadline_from + duration)
 			break;
 		status_line(r);
 	}
@@ -449,7 +503,9 @@ static char *uname_field(bool host)
 	return xstrdup(host ? u.nodename : u.release);
 }
 
-static void fill_meta(struct profile *p, const struct sampling_run *r, uint64_t count)
+/* The meta of the part of the recording from FROM to TO, in which the event counted COUNT. */
+static void fill_meta(struct profile *p, const struct sampling_run *r, uint64_t from, uint64_t to,
+		      uint64_t count, bool last)
 {
 	struct profile_meta *m = &p->meta;
 	const struct sampling_opts *o = r->o;
@@ -465,13 +521,106 @@ static void fill_meta(struct profile *p, const struct sampling_run *r, uint64_t 
 	m->kernel = uname_field(false);
 	m->freq = o->freq;
 	m->period_ns = 1000000000ull / o->freq;
-	m->start_real_ns = r->start_real_ns;
-	m->duration_ns = r->end_ns - r->start_ns;
+	m->start_real_ns = r->start_real_ns + (from - r->start_ns);
+	m->duration_ns = to - from;
 	/* clock events count nanoseconds of CPU time: the base of the achieved rate */
 	m->cpu_time_ns = o->event <= SAMPLER_EVENT_TASK_CLOCK ? count : 0;
-	if (r->status >= 0)
+	if (last && r->status >= 0)
 		m->exit_status = WIFEXITED(r->status) ? WEXITSTATUS(r->status) :
 				 WIFSIGNALED(r->status) ? 128 + WTERMSIG(r->status) : -1;
+	/* one of a series: a snapshot, or the last file of a recording that wrote some */
+	if (!last || r->live.index) {
+		m->series = xstrdup(r->live.series);
+		m->snapshot = last ? 0 : r->live.index + 1;
+		m->series_offset_ns = from - r->start_ns;
+	}
+}
+
+static void rebase_sample(struct profile_sample *s, void *arg)
+{
+	uint64_t by = *(const uint64_t *)arg;
+
+	/* a sample delivered after the snapshot before it was cut belongs to its start */
+	s->time_ns = s->time_ns > by ? s->time_ns - by : 0;
+}
+
+static bool not_paused(const struct profile_sample *s, void *arg)
+{
+	const struct profile *p = arg;
+
+	for (size_t i = 0; i < p->nr_pauses; i++)
+		if (s->time_ns >= p->pauses[i].start_ns && s->time_ns < p->pauses[i].end_ns)
+			return false;
+	return true;
+}
+
+/*
+ * The profile of the part of the recording since the last snapshot, up to
+ * TO, in its own time (since the part began); LAST ends the session.
+ */
+static struct profile *build(struct sampling_run *r, uint64_t to, bool last,
+			      const struct sampler_stats *st)
+{
+	uint64_t from = r->live.from, by = from - r->start_ns;
+	struct profile *p;
+
+	p = last ? sym_session_finish(r->syms, finish_progress, r) : sym_session_take(r->syms, NULL, NULL);
+	if (by)
+		profile_map_samples(p, rebase_sample, &by);
+	live_add_pauses(r, p, from, to);
+	regions_finish(&r->regions, p, from, to);
+	if (p->nr_pauses)
+		profile_drop_samples(p, not_paused, p);
+	fill_meta(p, r, from, to, st->count - r->live.count_from, last);
+	r->live.from = to;
+	r->live.count_from = st->count;
+	r->live.bytes = 0;
+	return p;
+}
+
+/* OUT.N, into PATH. */
+static void snapshot_name(const struct sampling_run *r, unsigned n, char *path, size_t len)
+{
+	snprintf(path, len, "%s.%u", r->o->output, n);
+}
+
+struct profile *sampling_take(struct sampling_run *r)
+{
+	struct sampler_stats st;
+
+	sampler_get_stats(r->sampler, &st);
+	return build(r, time_mono_ns(), false, &st);
+}
+
+int sampling_snapshot(struct sampling_run *r, char *path, size_t n)
+{
+	uint64_t t0 = time_mono_ns();
+	struct profile *p;
+	char err[512];
+	int ret = 0;
+
+	p = sampling_take(r);
+	snapshot_name(r, r->live.index + 1, path, n);
+	if (profile_write(p, path, err, sizeof(err)) < 0) {
+		error("%s; the snapshot was not saved (the recording goes on)", err);
+		ret = EXIT_FAIL;
+	} else {
+		r->live.index++;
+		if (r->o->live.keep && r->live.index > r->o->live.keep) {
+			char old[4096];
+
+			snapshot_name(r, r->live.index - (unsigned)r->o->live.keep, old, sizeof(old));
+			unlink(old);
+		}
+		if (!r->o->quiet) {
+			if (r->tty)
+				fputs("\r\033[K", stderr);
+			error("wrote %s: %zu samples, %.2f s (in %.0f ms)", path, profile_nr_samples(p),
+			      p->meta.duration_ns / 1e9, (time_mono_ns() - t0) / 1e6);
+		}
+	}
+	profile_free(p);
+	return ret;
 }
 
 int sampling_finish(struct sampling_run *r)
@@ -483,27 +632,29 @@ int sampling_finish(struct sampling_run *r)
 	int ret = 0;
 
 	sampler_disable(r->sampler);
-	sampler_flush(r->sampler, feed, r->syms);
+	sampler_flush(r->sampler, feed, r);
 	sampler_get_stats(r->sampler, &st);
 	/* the events go before the slow part: an attached target runs free again */
 	sampler_close(r->sampler);
 	r->sampler = NULL;
 	if (r->tty)
 		fputs("\r\033[K", stderr);
-	p = sym_session_finish(r->syms, finish_progress, r);
+	p = build(r, r->end_ns, true, &st);
 	if (r->tty)
 		fputs("\r\033[K", stderr);
-	regions_finish(&r->regions, p, r->start_ns, r->end_ns);
-	fill_meta(p, r, st.count);
-	if (profile_write(p, o->output, err, sizeof(err)) < 0) {
+	if (r->view && r->view->end) {
+		ret = r->view->end(r, p, r->view->arg);
+		p = NULL;
+	} else if (profile_write(p, o->output, err, sizeof(err)) < 0) {
 		error("%s; the profile was not saved (check the path and free space)", err);
 		ret = EXIT_FAIL;
 	} else if (!o->quiet) {
 		double cpu = p->meta.cpu_time_ns / 1e9;
 		size_t nr_procs, nr_threads, n = profile_nr_samples(p);
+		uint64_t paused = 0;
 
 		profile_count_sampled(p, &nr_procs, &nr_threads);
-		if (!n)
+		if (!n && !r->live.index)
 			error("warning: no samples were recorded (the target used %.3f s of CPU); "
 			      "raise -F or profile a longer run", cpu);
 		fprintf(stderr, "proftool: wrote %s: %zu sample%s, %" PRIu64 " lost, %zu process%s, %zu thread%s, %.2f s",
@@ -515,9 +666,18 @@ int sampling_finish(struct sampling_run *r)
 		if (p->nr_regions || p->nr_marks)
 			fprintf(stderr, "; %zu region%s, %zu mark%s", p->nr_regions,
 				p->nr_regions == 1 ? "" : "s", p->nr_marks, p->nr_marks == 1 ? "" : "s");
+		for (size_t i = 0; i < p->nr_pauses; i++)
+			paused += p->pauses[i].end_ns - p->pauses[i].start_ns;
+		if (p->nr_pauses)
+			fprintf(stderr, "; paused %zu time%s, %.1f s", p->nr_pauses,
+				p->nr_pauses == 1 ? "" : "s", paused / 1e9);
+		if (r->live.index)
+			fprintf(stderr, "; after %u snapshot%s (%s.1 ...)", r->live.index,
+				r->live.index == 1 ? "" : "s", o->output);
 		fputc('\n', stderr);
 	}
 	profile_free(p);
+	live_end(r);
 	regions_release(&r->regions);
 	sym_session_free(r->syms);
 	r->syms = NULL;

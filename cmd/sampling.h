@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "live.h"
 #include "regions.h"
 #include "sampler/sampler.h"
 
@@ -26,6 +27,7 @@ struct sampling_opts {
 	bool python;            /* --python auto: merge CPython frames */
 	bool python_likely;     /* the target looks like Python from the start (set by the caller) */
 	enum regions_mode regions; /* --regions */
+	struct live_opts live;  /* --delay, --paused, --control, --snapshot-every, --keep */
 	enum sampler_backend used; /* what sampling_open settled on */
 	struct sym_python *py;  /* sampling_open's, when python; freed by sampling_finish */
 };
@@ -38,6 +40,11 @@ enum {
 	OPT_USER_ONLY,
 	OPT_PYTHON,
 	OPT_REGIONS,
+	OPT_DELAY,
+	OPT_PAUSED,
+	OPT_CONTROL,
+	OPT_SNAPSHOT_EVERY,
+	OPT_KEEP,
 	OPT_HELP,
 };
 
@@ -50,7 +57,12 @@ enum {
 	{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },          \
 	{ "user-only", no_argument, NULL, OPT_USER_ONLY },                  \
 	{ "python", required_argument, NULL, OPT_PYTHON },                  \
-	{ "regions", required_argument, NULL, OPT_REGIONS }
+	{ "regions", required_argument, NULL, OPT_REGIONS },                \
+	{ "delay", required_argument, NULL, OPT_DELAY },                    \
+	{ "paused", no_argument, NULL, OPT_PAUSED },                        \
+	{ "control", required_argument, NULL, OPT_CONTROL },                \
+	{ "snapshot-every", required_argument, NULL, OPT_SNAPSHOT_EVERY },  \
+	{ "keep", required_argument, NULL, OPT_KEEP }
 
 /* The help lines for those options, shared by the usage texts. */
 extern const char sampling_usage[];
@@ -68,6 +80,21 @@ int sampling_validate(const struct sampling_opts *o, const char *command);
 /* Checks that the profile can be created before any work is done; prints and returns EXIT_FAIL if not. */
 int sampling_check_output(const struct sampling_opts *o);
 
+struct sampling_run;
+struct profile;
+
+/*
+ * A live view of a recording (proftool top): TICK runs on every pass of
+ * the sampling loop (about every 100 ms; false stops the recording), END
+ * gets the last part's profile instead of it being written to -o (it
+ * frees it, and returns the exit code).
+ */
+struct sampling_view {
+	bool (*tick)(struct sampling_run *r, void *arg);
+	int (*end)(struct sampling_run *r, struct profile *p, void *arg);
+	void *arg;
+};
+
 /*
  * One sampling run. The caller opens the sampler, then runs the loop
  * until its target ends, --duration passes or (for attach) an interrupt.
@@ -84,8 +111,15 @@ struct sampling_run {
 	bool interrupted;        /* attach: stopped by SIGINT, SIGTERM or SIGHUP */
 	bool tty;
 	uint64_t last_status_ns;
+	uint64_t deadline_from;  /* --duration counts from here (the start, or the end of --delay) */
 	struct regions_run regions; /* the caller prepares it; sampling_finish joins and releases it */
+	struct live live;        /* pauses and snapshots (live_start) */
+	const struct sampling_view *view; /* NULL: none */
 };
+
+/* record and attach, whole (cmd/record.c, cmd/attach.c); VIEW may be NULL. */
+int record_command(struct sampling_opts *o, char **command, const struct sampling_view *view);
+int attach_process(struct sampling_opts *o, pid_t pid, const struct sampling_view *view);
 
 /*
  * Installs the signal handlers (they only set flags) and blocks the signals
@@ -108,6 +142,19 @@ void sampling_begin(struct sampling_run *r);
 bool sampling_python_command(char *const argv[]);
 bool sampling_python_process(pid_t pid);
 void sampling_loop(struct sampling_run *r, const sigset_t *waitmask);
+/*
+ * Writes OUT.N: a complete profile of what was recorded since the last
+ * snapshot (or the start), atomically, while the recording goes on; with
+ * --keep, the oldest beyond it goes. PATH gets the file's name. Returns 0,
+ * or EXIT_FAIL after printing why.
+ */
+int sampling_snapshot(struct sampling_run *r, char *path, size_t n);
+/*
+ * The profile of what was recorded since the last take or snapshot (or
+ * the start), as a snapshot's, without writing it; the caller frees it.
+ * Its meta.series_offset_ns says where it begins in the recording.
+ */
+struct profile *sampling_take(struct sampling_run *r);
 /*
  * Drains what is left, symbolizes, writes the profile and prints the
  * closing line. Returns 0 or EXIT_FAIL; frees the run's sampler and session.

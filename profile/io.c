@@ -71,6 +71,10 @@ static json_t *meta_to_json(const struct profile_meta *m, size_t nr_samples)
 	json_object_set_new(meta, "unwind_stops", stops);
 	json_object_set_new(meta, "python", pythons_to_json(m));
 	json_object_set_new(meta, "regions", profile_regions_meta_to_json(m));
+	if (m->series)
+		json_object_set_new(meta, "snapshot", json_pack("{s:s, s:I, s:I}", "series", m->series,
+								 "index", (json_int_t)m->snapshot,
+								 "offset_ns", (json_int_t)m->series_offset_ns));
 	return meta;
 }
 

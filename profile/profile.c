@@ -23,6 +23,7 @@ static void meta_release(struct profile_meta *m)
 	free(m->backend);
 	free(m->host);
 	free(m->kernel);
+	free(m->series);
 	for (size_t i = 0; i < m->nr_stops; i++) {
 		free(m->stops[i].reason);
 		free(m->stops[i].module);
@@ -313,8 +314,56 @@ void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threa
 	free(seen_t);
 }
 
+/* DST's process equal to PR, or PROFILE_NONE. */
+static uint32_t find_process(const struct profile *dst, const struct profile_process *pr)
+{
+	for (size_t i = dst->nr_procs; i-- > 0;) {
+		const struct profile_process *d = &dst->procs[i];
+
+		if (d->pid == pr->pid && d->ppid == pr->ppid && str_eq(d->comm, pr->comm) &&
+		    str_eq(d->cmdline, pr->cmdline))
+			return (uint32_t)i;
+	}
+	return PROFILE_NONE;
+}
+
+/* DST's thread equal to T in DST's process PROC, or PROFILE_NONE. */
+static uint32_t find_thread(const struct profile *dst, const struct profile_thread *t, uint32_t proc)
+{
+	for (size_t i = dst->nr_threads; i-- > 0;) {
+		const struct profile_thread *d = &dst->threads[i];
+
+		if (d->tid == t->tid && d->process == proc && str_eq(d->comm, t->comm))
+			return (uint32_t)i;
+	}
+	return PROFILE_NONE;
+}
+
+static void shift_sample(struct profile_sample *s, void *arg)
+{
+	s->time_ns += *(const uint64_t *)arg;
+}
+
+void profile_shift_times(struct profile *p, uint64_t delta)
+{
+	if (!delta)
+		return;
+	profile_map_samples(p, shift_sample, &delta);
+	for (size_t i = 0; i < p->nr_regions; i++) {
+		p->regions[i].start_ns += delta;
+		p->regions[i].end_ns += delta;
+	}
+	for (size_t i = 0; i < p->nr_marks; i++)
+		p->marks[i].time_ns += delta;
+	for (size_t i = 0; i < p->nr_pauses; i++) {
+		p->pauses[i].start_ns += delta;
+		p->pauses[i].end_ns += delta;
+	}
+}
+
 void profile_merge(struct profile *dst, const struct profile *src)
 {
+	bool same_series = dst->meta.series && src->meta.series && !strcmp(dst->meta.series, src->meta.series);
 	uint32_t *fmap = xmalloc(st_mult(src->nr_funcs + 1, sizeof(*fmap)));
 	uint32_t *lmap = xmalloc(st_mult(src->nr_locs + 1, sizeof(*lmap)));
 	uint32_t *smap = xmalloc(st_mult(src->nr_stacks + 1, sizeof(*smap)));
@@ -338,12 +387,16 @@ void profile_merge(struct profile *dst, const struct profile *src)
 	for (size_t i = 0; i < src->nr_procs; i++) {
 		const struct profile_process *pr = &src->procs[i];
 
-		pmap[i] = profile_add_process(dst, pr->pid, pr->ppid, pr->comm, pr->cmdline);
+		pmap[i] = same_series ? find_process(dst, pr) : PROFILE_NONE;
+		if (pmap[i] == PROFILE_NONE)
+			pmap[i] = profile_add_process(dst, pr->pid, pr->ppid, pr->comm, pr->cmdline);
 	}
 	for (size_t i = 0; i < src->nr_threads; i++) {
 		const struct profile_thread *t = &src->threads[i];
 
-		tmap[i] = profile_add_thread(dst, t->tid, pmap[t->process], t->comm);
+		tmap[i] = same_series ? find_thread(dst, t, pmap[t->process]) : PROFILE_NONE;
+		if (tmap[i] == PROFILE_NONE)
+			tmap[i] = profile_add_thread(dst, t->tid, pmap[t->process], t->comm);
 	}
 	rmap = profile_regions_merge(dst, src, tmap);
 	for (size_t i = 0; i < src->nr_samples; i++) {
@@ -363,7 +416,9 @@ void profile_merge(struct profile *dst, const struct profile *src)
 	/* a rate is only meaningful while every file has one frequency and a CPU time */
 	if (dst->meta.freq != src->meta.freq)
 		dst->meta.freq = 0;
-	if (!dst->meta.cpu_time_ns || !src->meta.cpu_time_ns)
+	if (same_series)
+		dst->meta.cpu_time_ns += src->meta.cpu_time_ns; /* one event; a short part may have counted 0 */
+	else if (!dst->meta.cpu_time_ns || !src->meta.cpu_time_ns)
 		dst->meta.cpu_time_ns = 0;
 	else
 		dst->meta.cpu_time_ns += src->meta.cpu_time_ns;

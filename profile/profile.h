@@ -186,6 +186,14 @@ struct profile_meta {
 	struct profile_python *pythons; /* unique by (interpreter, version) */
 	size_t nr_pythons, alloc_pythons;
 	struct profile_region_stats regions;
+	/*
+	 * Snapshots (record --snapshot-every, or `snapshot` on --control): the
+	 * recording's files share SERIES; SNAPSHOT is N in OUT.N, or 0 in the
+	 * file the recording ended with. NULL and 0 for a whole recording.
+	 */
+	char *series;
+	uint32_t snapshot;
+	uint64_t series_offset_ns; /* where this file begins, since the recording began */
 };
 
 struct profile {
@@ -320,12 +328,16 @@ void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threa
 
 /*
  * Adds everything in SRC to DST: tables are merged by value, processes and
- * threads appended, sample times kept relative to each file's own start;
+ * threads appended (but for two files of one recording's snapshots, whose
+ * equal processes and threads are one), sample times kept relative to each
+ * file's own start (profile_shift_times moves them);
  * lost counts, durations, CPU times and the Python interpreters' counts
  * (by interpreter and version) add up. A frequency that differs
  * between the two becomes 0 (mixed), a CPU time unknown in either 0.
  */
 void profile_merge(struct profile *dst, const struct profile *src);
+/* Adds DELTA to every time in P: samples, regions, marks, paused spans. */
+void profile_shift_times(struct profile *p, uint64_t delta);
 
 /*
  * Writes P to PATH atomically: a temporary file created with O_EXCL in the

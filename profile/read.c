@@ -180,6 +180,13 @@ static void read_meta(struct profile *p, json_t *meta)
 	m->exit_status = json_is_integer(ex) && json_integer_value(ex) >= INT32_MIN &&
 			 json_integer_value(ex) <= INT32_MAX ? (int32_t)json_integer_value(ex) : -1;
 	/* optional, added without a version bump: older files have none */
+	if (json_is_object(json_object_get(meta, "snapshot"))) {
+		json_t *snap = json_object_get(meta, "snapshot");
+
+		m->series = meta_str(snap, "series");
+		m->snapshot = meta_u64(snap, "index") <= UINT32_MAX ? (uint32_t)meta_u64(snap, "index") : 0;
+		m->series_offset_ns = meta_u64(snap, "offset_ns");
+	}
 	json_array_foreach(stops, i, st) {
 		json_t *r = json_object_get(st, "reason"), *mod = json_object_get(st, "module");
 		json_t *c = json_object_get(st, "count");

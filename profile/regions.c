@@ -74,8 +74,29 @@ void profile_add_mark(struct profile *p, uint32_t thread, uint32_t name, uint64_
 
 void profile_add_pause(struct profile *p, uint64_t start_ns, uint64_t end_ns)
 {
+	size_t at = p->nr_pauses, out;
+
+	if (end_ns < start_ns)
+		end_ns = start_ns;
+	/* kept in time order and apart: a span that meets or overlaps others joins them */
+	while (at > 0 && p->pauses[at - 1].start_ns > start_ns)
+		at--;
 	ALLOC_GROW(p->pauses, p->nr_pauses + 1, p->alloc_pauses);
-	p->pauses[p->nr_pauses++] = (struct profile_pause){ start_ns, end_ns < start_ns ? start_ns : end_ns };
+	memmove(p->pauses + at + 1, p->pauses + at, (p->nr_pauses - at) * sizeof(*p->pauses));
+	p->pauses[at] = (struct profile_pause){ start_ns, end_ns };
+	p->nr_pauses++;
+	out = 0;
+	for (size_t i = 1; i < p->nr_pauses; i++) {
+		struct profile_pause *last = &p->pauses[out];
+
+		if (p->pauses[i].start_ns < last->end_ns) {
+			if (p->pauses[i].end_ns > last->end_ns)
+				last->end_ns = p->pauses[i].end_ns;
+		} else {
+			p->pauses[++out] = p->pauses[i];
+		}
+	}
+	p->nr_pauses = out + 1;
 }
 
 static int cmp_u64(uint64_t a, uint64_t b)

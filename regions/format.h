@@ -116,7 +116,30 @@ struct rgn_record {
 	uint16_t flags;                 /* 0 */
 };
 
+/*
+ * The pause switch: the file "control" of the directory (RGN_CONTROL_SIZE
+ * bytes, made by proftool before the program runs; a writer that finds no
+ * such file skips this). Besides its PAUSE or RESUME event, a writer sets
+ * `paused` (1 after pause, 0 after resume), `pid` and `time_ns`, then adds
+ * 1 to `seq` (atomic, release); proftool polls `seq` while it records and
+ * stops sampling while the switch is on, so the program runs at full speed
+ * when paused. The events, not the switch, say exactly when each pause
+ * began and ended.
+ */
+#define RGN_CONTROL_FILE "control"
+#define RGN_CONTROL_MAGIC "PTPAUSE1"    /* 8 bytes, no NUL */
+#define RGN_CONTROL_SIZE 4096
+
+struct rgn_control {
+	char magic[8];                  /* RGN_CONTROL_MAGIC, written by proftool */
+	uint64_t seq;                   /* changes at every pause and resume */
+	uint32_t paused;                /* 1: paused by the program */
+	uint32_t pid;                   /* who set it last */
+	uint64_t time_ns;               /* when */
+};
+
 _Static_assert(sizeof(struct rgn_header) == 80, "rgn_header layout");
+_Static_assert(sizeof(struct rgn_control) == 32, "rgn_control layout");
 _Static_assert(sizeof(struct rgn_name) == 8, "rgn_name layout");
 _Static_assert(sizeof(struct rgn_segment) == 64, "rgn_segment layout");
 _Static_assert(sizeof(struct rgn_record) == 16, "rgn_record layout");

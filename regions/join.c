@@ -30,7 +30,8 @@ struct join {
 	bool (*alive)(int32_t pid);
 	struct profile *p;
 	struct rgn_set *s;
-	uint64_t start_ns, end_ns;      /* the recording's, CLOCK_MONOTONIC */
+	uint64_t start_ns, end_ns;      /* the span joined (the recording's, or a snapshot's), CLOCK_MONOTONIC */
+	uint64_t events;                /* events in it */
 	struct key_threads *keys;
 	size_t nr_keys, alloc_keys;
 	struct idx key_idx;
@@ -164,9 +165,12 @@ static void gather_events(struct join *j)
 		k = &j->keys[find_key(j, rt->pid, rt->tid, false)];
 		k->ev = xrealloc(k->ev, st_mult(k->nr_ev + rt->nr, sizeof(*k->ev)));
 		/* what a program that runs on wrote after the recording ended is not in it */
-		for (size_t e = 0; e < rt->nr; e++)
-			if (rt->ev[e].time_ns <= j->end_ns)
-				k->ev[k->nr_ev++] = rt->ev[e];
+		for (size_t e = 0; e < rt->nr; e++) {
+			if (rt->ev[e].time_ns > j->end_ns)
+				continue;
+			k->ev[k->nr_ev++] = rt->ev[e];
+			j->events += rt->ev[e].time_ns >= j->start_ns;
+		}
 	}
 	for (size_t i = 0; i < j->nr_keys; i++) {
 		struct key_threads *k = &j->keys[i];
@@ -179,7 +183,7 @@ static void gather_events(struct join *j)
 	}
 }
 
-/* Event time to the profile's: since the recording began, an earlier one at 0. */
+/* Event time to the profile's: since the span began, an earlier one at 0. */
 static uint64_t rel(const struct join *j, uint64_t t)
 {
 	return t > j->start_ns ? t - j->start_ns : 0;
@@ -210,7 +214,9 @@ static void find_pauses(struct join *j)
 			from = rel(j, all[i].time_ns);
 		} else if (all[i].kind == RGN_RESUME && paused) {
 			paused = false;
-			profile_add_pause(j->p, from, rel(j, all[i].time_ns));
+			/* a span over before the snapshot is the earlier one's */
+			if (all[i].time_ns >= j->start_ns)
+				profile_add_pause(j->p, from, rel(j, all[i].time_ns));
 		}
 	}
 	if (paused)
@@ -311,7 +317,7 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 	for (size_t e = 0; e < k->nr_ev; e++) {
 		const struct rgn_event *ev = &k->ev[e];
 		uint64_t t = rel(j, ev->time_ns);
-		bool paused = in_pause(j->p, t);
+		bool before = ev->time_ns < j->start_ns, paused = in_pause(j->p, t);
 		size_t at, kept;
 
 		last = t;
@@ -320,10 +326,9 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 			uint32_t under = top_node(stack, depth);
 
 			ALLOC_GROW(stack, depth + 1, alloc);
-			stack[depth] = (struct open_region){ ev->name, PROFILE_NONE, under, t,
-							     ev->time_ns < j->start_ns };
+			stack[depth] = (struct open_region){ ev->name, PROFILE_NONE, under, t, before };
 			if (paused)
-				st->paused++;
+				st->paused += !before;
 			else
 				stack[depth].node = profile_add_region_node(j->p, under, j->name_map[ev->name]);
 			depth++;
@@ -334,7 +339,7 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 			for (at = depth; at > 0 && stack[at - 1].name != ev->name; at--)
 				;
 			if (!at) {
-				st->unbalanced++;       /* an end with no begin: left out */
+				st->unbalanced += !before; /* an end with no begin: left out */
 				break;
 			}
 			/*
@@ -352,16 +357,16 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 					continue;
 				}
 				if (x > at - 1)
-					st->unbalanced++;
+					st->unbalanced += !before;
 				/* attach: what ended before the recording is not in it */
-				if (ev->time_ns >= j->start_ns)
+				if (!before)
 					close_region(j, k, o, t, 0);
 			}
 			depth = at - 1 + kept;
 			transition(k, t, top_node(stack, depth));
 			break;
 		case RGN_MARK:
-			if (ev->time_ns < j->start_ns)
+			if (before)
 				break;
 			if (paused)
 				st->paused++;
@@ -443,7 +448,7 @@ void rgn_join(struct profile *p, struct rgn_set *s, uint64_t start_ns, uint64_t 
 	if (p->nr_pauses)
 		profile_drop_samples(p, not_paused, p);
 	profile_sort_regions(p);
-	st->events += s->events;
+	st->events += j.events;
 	st->dropped += s->dropped;
 	st->torn += s->torn;
 	for (size_t i = 0; i < j.nr_keys; i++) {

@@ -67,7 +67,8 @@ int rgn_read_dir(struct rgn_set *s, const char *dir);
 
 /*
  * Joins the events of S with P, recorded from START_NS to END_NS
- * (CLOCK_MONOTONIC): per thread (by pid and tid; every writer's events
+ * (CLOCK_MONOTONIC; a whole recording, or one snapshot of it: only the
+ * events of that span are counted): per thread (by pid and tid; every writer's events
  * merged by time) its regions become instances in P nested by path, its
  * marks marks; an end closes the innermost open region of its name (the
  * regions of its domain opened inside it and not ended close with it,

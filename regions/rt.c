@@ -459,6 +459,49 @@ static inline void put(uint32_t id, uint16_t kind)
 			 __ATOMIC_RELEASE);
 }
 
+/*
+ * The directory's pause switch (format.h), mapped at the first pause; the
+ * mapping is shared, so a forked child keeps using it.
+ */
+static void set_switch(bool paused)
+{
+	static struct rgn_control *ctl;
+	struct rgn_control *c = __atomic_load_n(&ctl, __ATOMIC_ACQUIRE);
+	int errsv = errno;
+
+	if (!c) {
+		const char *dir = getenv("PROFTOOL_REGIONS");
+		char path[4096];
+		void *map = MAP_FAILED;
+		int fd;
+
+		if (!dir || snprintf(path, sizeof(path), "%s/" RGN_CONTROL_FILE, dir) >= (int)sizeof(path))
+			return;
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd >= 0) {
+			map = mmap(NULL, RGN_CONTROL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+			close(fd);
+		}
+		errno = errsv;
+		if (map == MAP_FAILED)
+			return;
+		c = map;
+		if (memcmp(c->magic, RGN_CONTROL_MAGIC, 8)) {
+			munmap(map, RGN_CONTROL_SIZE);
+			return;
+		}
+		if (!__atomic_compare_exchange_n(&ctl, &(struct rgn_control *){ NULL }, c, false,
+						 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+			munmap(map, RGN_CONTROL_SIZE);
+			c = __atomic_load_n(&ctl, __ATOMIC_ACQUIRE);
+		}
+	}
+	__atomic_store_n(&c->paused, paused ? 1u : 0u, __ATOMIC_RELAXED);
+	__atomic_store_n(&c->pid, (uint32_t)getpid(), __ATOMIC_RELAXED);
+	__atomic_store_n(&c->time_ns, now_ns(), __ATOMIC_RELAXED);
+	__atomic_fetch_add(&c->seq, 1, __ATOMIC_RELEASE);
+}
+
 void rt_event(const char *domain, const char *name, int kind)
 {
 	uint32_t id;
@@ -467,6 +510,7 @@ void rt_event(const char *domain, const char *name, int kind)
 		return;
 	if (kind == RGN_PAUSE || kind == RGN_RESUME) {
 		put(0, (uint16_t)kind);
+		set_switch(kind == RGN_PAUSE);
 		return;
 	}
 	id = intern(domain, name);

@@ -115,6 +115,29 @@ static void put_recorded(FILE *out, const struct profile_meta *m)
 		m->backend ? m->backend : "perf");
 }
 
+/* Paused spans (nothing was sampled in them), and which snapshot of a recording this is. */
+static void put_pauses(FILE *out, const struct profile *p, size_t nr_inputs)
+{
+	uint64_t paused = 0;
+
+	if (p->meta.series && nr_inputs == 1) {
+		if (p->meta.snapshot)
+			fprintf(out, "Snapshot %" PRIu32 " of a recording: from %.3f s to %.3f s\n",
+				p->meta.snapshot, p->meta.series_offset_ns / 1e9,
+				(p->meta.series_offset_ns + p->meta.duration_ns) / 1e9);
+		else
+			fprintf(out, "The end of a recording that wrote snapshots: from %.3f s to %.3f s\n",
+				p->meta.series_offset_ns / 1e9,
+				(p->meta.series_offset_ns + p->meta.duration_ns) / 1e9);
+	}
+	if (!p->nr_pauses)
+		return;
+	for (size_t i = 0; i < p->nr_pauses; i++)
+		paused += p->pauses[i].end_ns - p->pauses[i].start_ns;
+	fprintf(out, "Paused %zu time%s, %.1f s: nothing was sampled then\n", p->nr_pauses,
+		p->nr_pauses == 1 ? "" : "s", paused / 1e9);
+}
+
 /* Lost samples and the rate achieved: the recording's, whatever the filters keep. */
 static void put_rate(FILE *out, const struct profile *p, bool filtered)
 {
@@ -217,6 +240,7 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 	fprintf(out, " and %zu thread%s", s.threads, s.threads == 1 ? "" : "s");
 	put_of(out, s.threads, s.threads_total);
 	fputc('\n', out);
+	put_pauses(out, p, o->nr_inputs);
 	put_rate(out, p, s.filtered);
 	/* wall mode: what the threads were doing, the split of the table's time */
 	if (states[PROFILE_STATE_ON_CPU] + states[PROFILE_STATE_OFF_CPU]) {

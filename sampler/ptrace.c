@@ -98,6 +98,7 @@ struct ptrace_sampler {
 	struct rusage root_usage;
 	uint64_t attach_cpu_ns; /* attach: the target's CPU time when seized */
 	bool enabled;           /* atomic: set by either thread */
+	bool exec_enable;       /* atomic: enable at the root's exec, unless told otherwise first */
 	bool stop;              /* atomic: the reader asks the tracer to let go */
 	uint64_t period_ns, next_tick_ns;
 	uint32_t rng;
@@ -1024,7 +1025,8 @@ static void step(struct ptrace_sampler *s)
 
 	collect(s);
 	/* spawning: sampling starts at the exec, like enable_on_exec */
-	if (s->root && !__atomic_load_n(&s->enabled, __ATOMIC_ACQUIRE) && maps_of(s, s->root)->nr)
+	if (s->root && __atomic_load_n(&s->exec_enable, __ATOMIC_ACQUIRE) && maps_of(s, s->root)->nr &&
+	    __atomic_exchange_n(&s->exec_enable, false, __ATOMIC_ACQ_REL))
 		__atomic_store_n(&s->enabled, true, __ATOMIC_RELEASE);
 	now = time_mono_ns();
 	if (__atomic_load_n(&s->enabled, __ATOMIC_ACQUIRE) && s->nr_tasks) {
@@ -1135,6 +1137,7 @@ struct ptrace_sampler *ptrace_sampler_open(const struct sampler_opts *opts, char
 	s->rng = (uint32_t)time_mono_ns() | 1;
 	s->root = opts->enable_on_exec ? opts->pid : 0;
 	s->enabled = !opts->enable_on_exec;
+	s->exec_enable = opts->enable_on_exec;
 	s->err = err;
 	s->errlen = errlen;
 	pthread_mutex_init(&s->lock, NULL);
@@ -1171,12 +1174,14 @@ fail:
 
 int ptrace_sampler_enable(struct ptrace_sampler *s)
 {
+	__atomic_store_n(&s->exec_enable, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->enabled, true, __ATOMIC_RELEASE);
 	return 0;
 }
 
 int ptrace_sampler_disable(struct ptrace_sampler *s)
 {
+	__atomic_store_n(&s->exec_enable, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&s->enabled, false, __ATOMIC_RELEASE);
 	return 0;
 }

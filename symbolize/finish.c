@@ -149,61 +149,149 @@ static void add_python_stats(struct sym_session *ss, struct profile *p)
 	}
 }
 
-struct profile *sym_session_finish(struct sym_session *ss,
-				   void (*progress)(size_t done, size_t total, void *arg),
-				   void *arg)
+enum { RES_NONE = 0xff, RES_PENDING = 0xfe };
+
+static void mark_used(struct profile_sample *s, void *arg)
 {
-	struct profile *p = ss->prof;
-	uint32_t *order = xmalloc(st_mult(ss->nr_frames + 1, sizeof(*order)));
-	uint32_t *loc_start = xmalloc(st_mult(ss->nr_frames + 1, sizeof(*loc_start)));
-	uint8_t *loc_count = xcalloc(ss->nr_frames + 1, 1);
-	uint32_t *locs = NULL, *final = NULL, *stop_of = NULL;
-	uint64_t *stop_count = NULL;
-	size_t nr_locs = 0, alloc_locs = 0;
-	struct sym_elf *elf = NULL;
-	struct sym_kallsyms *ksyms = NULL;
+	((uint8_t *)arg)[s->stack] = 1;
+}
+
+/*
+ * Which raw nodes the samples of this take stand on (USED[i]), and which of
+ * their frames are not resolved yet (returned, NR_TODO of them). Nodes come
+ * parent first, so one pass backwards marks every ancestor.
+ */
+static uint32_t *used_nodes(struct sym_session *ss, uint8_t *used, size_t *nr_todo)
+{
+	uint32_t *todo = NULL;
+	size_t nr = 0, alloc = 0, old = ss->alloc_res;
+
+	profile_map_samples(ss->prof, mark_used, used);
+	ALLOC_GROW(ss->res_count, ss->nr_frames + 1, ss->alloc_res);
+	ss->res_start = xrealloc(ss->res_start, st_mult(ss->alloc_res, sizeof(*ss->res_start)));
+	memset(ss->res_count + old, RES_NONE, ss->alloc_res - old);
+	for (size_t i = ss->nr_nodes; i-- > 0;) {
+		uint32_t f = ss->nodes[i].frame;
+
+		if (!used[i])
+			continue;
+		if (ss->nodes[i].parent != PROFILE_NONE)
+			used[ss->nodes[i].parent] = 1;
+		if (ss->res_count[f] == RES_NONE) {
+			ss->res_count[f] = RES_PENDING;
+			ALLOC_GROW(todo, nr + 1, alloc);
+			todo[nr++] = f;
+		}
+	}
+	*nr_todo = nr;
+	return todo;
+}
+
+/*
+ * Resolves frames TODO[0..NR) into ss->names, a module's at a time. Files
+ * stay open for the next take unless LAST: then one at a time is enough.
+ */
+static void resolve_frames(struct sym_session *ss, uint32_t *todo, size_t nr, bool last,
+			   void (*progress)(size_t done, size_t total, void *arg), void *arg)
+{
 	struct sym_perfmap *jit = NULL;
 	int32_t jit_pid = 0;
 	uint32_t elf_mod = UINT32_MAX;
 
-	/* unwinding is over: the files' CFI can go before libdwfl takes their fds */
-	for (size_t i = 0; i < ss->nr_mods; i++) {
-		sym_cfi_free(ss->mods[i].cfi);
-		ss->mods[i].cfi = NULL;
-	}
-	for (size_t i = 0; i < ss->nr_frames; i++)
-		order[i] = i;
-	QSORT_R(order, ss->nr_frames, frame_by_module, ss->frames);
-	for (size_t k = 0; k < ss->nr_frames; k++) {
-		const struct rawframe *rf = &ss->frames[order[k]];
+	QSORT_R(todo, nr, frame_by_module, ss->frames);
+	for (size_t k = 0; k < nr; k++) {
+		const struct rawframe *rf = &ss->frames[todo[k]];
 		struct module *m = &ss->mods[rf->module];
 
-		if (rf->module == MOD_KERNEL && !ksyms && rf->off)
-			ksyms = sym_kallsyms_load("/proc/kallsyms");
+		if (rf->module == MOD_KERNEL && !ss->ksyms_tried && rf->off) {
+			ss->ksyms = sym_kallsyms_load("/proc/kallsyms");
+			ss->ksyms_tried = true;
+		}
 		if (rf->module != elf_mod) {
-			sym_elf_close(elf);
-			elf = NULL;
+			if (last && elf_mod != UINT32_MAX) {
+				sym_elf_close(ss->mods[elf_mod].elf);
+				ss->mods[elf_mod].elf = NULL;
+			}
 			elf_mod = rf->module;
-			if (m->is_file) {
-				elf = sym_elf_open(m->path, m->fd);
-				m->fd = -1; /* owned by elf now */
-			} else if (m->pid && m->pid != jit_pid) {
+			if (m->is_file && !m->elf_tried) {
+				/* unwinding may still read the file through m->fd: libdwfl gets its own */
+				m->elf = sym_elf_open(m->path, last || m->fd < 0 ? m->fd :
+						      fcntl(m->fd, F_DUPFD_CLOEXEC, 0));
+				m->elf_tried = true;
+				if (last)
+					m->fd = -1; /* owned by elf now */
+			} else if (!m->is_file && m->pid && m->pid != jit_pid) {
+				/* a JIT's map grows as it compiles: read again at each take */
 				sym_perfmap_free(jit);
 				jit = sym_perfmap_load(m->pid);
 				jit_pid = m->pid;
 			}
 		}
-		ALLOC_GROW(locs, nr_locs + SYM_MAX_INLINE, alloc_locs);
-		loc_start[order[k]] = nr_locs;
-		loc_count[order[k]] = resolve_frame(p, m, elf, ksyms, m->pid == jit_pid ? jit : NULL,
-						    ss->opts.python, rf, locs + nr_locs);
-		nr_locs += loc_count[order[k]];
-		if (progress && (k % 4096 == 0 || k + 1 == ss->nr_frames))
-			progress(k + 1, ss->nr_frames, arg);
+		ALLOC_GROW(ss->res_locs, ss->nr_res_locs + SYM_MAX_INLINE, ss->alloc_res_locs);
+		ss->res_start[todo[k]] = ss->nr_res_locs;
+		ss->res_count[todo[k]] = resolve_frame(ss->names, m, m->elf, ss->ksyms,
+						       m->pid == jit_pid ? jit : NULL, ss->opts.python,
+						       rf, ss->res_locs + ss->nr_res_locs);
+		ss->nr_res_locs += ss->res_count[todo[k]];
+		if (progress && (k % 4096 == 0 || k + 1 == nr))
+			progress(k + 1, nr, arg);
 	}
-	sym_elf_close(elf);
-	sym_kallsyms_free(ksyms);
+	if (last && elf_mod != UINT32_MAX) {
+		sym_elf_close(ss->mods[elf_mod].elf);
+		ss->mods[elf_mod].elf = NULL;
+	}
 	sym_perfmap_free(jit);
+}
+
+/* Location L of ss->names as one of P's, interned on first use (LMAP caches it). */
+static uint32_t out_loc(struct profile *p, const struct profile *names, uint32_t *lmap, uint32_t l)
+{
+	if (lmap[l] == PROFILE_NONE) {
+		const struct profile_func *f = &names->funcs[names->locs[l].func];
+
+		lmap[l] = profile_add_loc(p, profile_add_func(p, f->name, f->module, f->file, f->line),
+					  names->locs[l].line);
+	}
+	return lmap[l];
+}
+
+/* The session goes on with the same processes and threads (their indices unchanged) and no samples. */
+static struct profile *next_profile(const struct sym_session *ss, const struct profile *old)
+{
+	struct profile *p = profile_new();
+
+	for (size_t i = 0; i < old->nr_procs; i++)
+		profile_add_process(p, old->procs[i].pid, old->procs[i].ppid, old->procs[i].comm,
+				    old->procs[i].cmdline);
+	for (size_t i = 0; i < old->nr_threads; i++)
+		profile_add_thread(p, old->threads[i].tid, old->threads[i].process, old->threads[i].comm);
+	if (ss->opts.spill_dir && ss->opts.spill_chunk)
+		(void)profile_spill_start(p, ss->opts.spill_dir, ss->opts.spill_chunk);
+	return p;
+}
+
+static struct profile *take(struct sym_session *ss, bool last,
+			    void (*progress)(size_t done, size_t total, void *arg), void *arg)
+{
+	struct profile *p = ss->prof;
+	uint8_t *used = xcalloc(ss->nr_nodes + 1, 1);
+	uint32_t *final = NULL, *stop_of = NULL, *lmap;
+	uint64_t *stop_count = NULL;
+	size_t nr_todo;
+	uint32_t *todo;
+
+	/* unwinding is over: the files' CFI can go before libdwfl opens them */
+	for (size_t i = 0; last && i < ss->nr_mods; i++) {
+		sym_cfi_free(ss->mods[i].cfi);
+		ss->mods[i].cfi = NULL;
+	}
+	if (!ss->names)
+		ss->names = profile_new();
+	todo = used_nodes(ss, used, &nr_todo);
+	resolve_frames(ss, todo, nr_todo, last, progress, arg);
+	free(todo);
+	lmap = xmalloc(st_mult(ss->names->nr_locs + 1, sizeof(*lmap)));
+	memset(lmap, 0xff, st_mult(ss->names->nr_locs + 1, sizeof(*lmap)));
 
 	/*
 	 * Raw nodes come parent first, so one pass rebuilds the tree with real
@@ -216,21 +304,25 @@ struct profile *sym_session_finish(struct sym_session *ss,
 	for (size_t i = 0; i < ss->nr_nodes; i++) {
 		const struct rawnode *n = &ss->nodes[i];
 		uint32_t s = n->parent == PROFILE_NONE ? PROFILE_NONE : final[n->parent];
+		uint32_t first = ss->res_start[n->frame], count = ss->res_count[n->frame];
 
+		if (!used[i])
+			continue;
 		stop_of[i] = n->parent == PROFILE_NONE ? PROFILE_NONE : stop_of[n->parent];
 		if (n->parent != PROFILE_NONE && ss->frames[ss->nodes[n->parent].frame].module == MOD_STOP) {
 			uint64_t off = ss->frames[ss->nodes[n->parent].frame].off;
 			enum sym_stop why = off >> 32;
-			bool root = loc_count[n->frame] &&
-				    profile_func_is_root(p->funcs[p->locs[locs[loc_start[n->frame]]].func].name);
+			/* interned before p->locs is read: interning may move it */
+			uint32_t outer = count ? out_loc(p, ss->names, lmap, ss->res_locs[first]) : PROFILE_NONE;
+			bool root = count && profile_func_is_root(p->funcs[p->locs[outer].func].name);
 
 			stop_of[i] = root ? PROFILE_NONE : ss->nodes[n->parent].frame;
 			if (!root && (why == SYM_STOP_STACK_COPY || why == SYM_STOP_DEPTH))
 				s = profile_add_stack(p, PROFILE_NONE, profile_add_loc(p,
 					profile_add_func(p, "[truncated]", "[truncated]", NULL, 0), 0));
 		}
-		for (uint8_t j = 0; j < loc_count[n->frame]; j++)
-			s = profile_add_stack(p, s, locs[loc_start[n->frame] + j]);
+		for (uint32_t j = 0; j < count; j++)
+			s = profile_add_stack(p, s, out_loc(p, ss->names, lmap, ss->res_locs[first + j]));
 		final[i] = s;
 	}
 	stop_count = xcalloc(ss->nr_frames + 1, sizeof(*stop_count));
@@ -246,13 +338,26 @@ struct profile *sym_session_finish(struct sym_session *ss,
 	add_python_stats(ss, p);
 	profile_sort_samples(p);
 
-	free(order);
-	free(loc_start);
-	free(loc_count);
-	free(locs);
+	free(used);
+	free(lmap);
 	free(final);
 	free(stop_of);
 	free(stop_count);
-	ss->prof = profile_new();
+	if (ss->py_stats)
+		memset(ss->py_stats, 0, ss->nr_py_stats * sizeof(*ss->py_stats));
+	ss->prof = last ? profile_new() : next_profile(ss, p);
 	return p;
+}
+
+struct profile *sym_session_take(struct sym_session *ss,
+				 void (*progress)(size_t done, size_t total, void *arg), void *arg)
+{
+	return take(ss, false, progress, arg);
+}
+
+struct profile *sym_session_finish(struct sym_session *ss,
+				   void (*progress)(size_t done, size_t total, void *arg),
+				   void *arg)
+{
+	return take(ss, true, progress, arg);
 }

@@ -45,7 +45,13 @@ void sym_session_free(struct sym_session *ss)
 		if (ss->mods[i].fd >= 0)
 			close(ss->mods[i].fd);
 		sym_cfi_free(ss->mods[i].cfi);
+		sym_elf_close(ss->mods[i].elf);
 	}
+	profile_free(ss->names);
+	free(ss->res_start);
+	free(ss->res_count);
+	free(ss->res_locs);
+	sym_kallsyms_free(ss->ksyms);
 	for (size_t i = 0; i < ss->nr_procs; i++)
 		free(ss->procs[i].as.maps);
 	free(ss->pcs);

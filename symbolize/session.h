@@ -29,6 +29,8 @@ struct module {
 	int32_t pid;            /* anonymous memory belongs to one process; 0 for files */
 	struct sym_cfi *cfi;    /* unwind tables, read at the first unwind through the file */
 	bool cfi_tried;
+	struct sym_elf *elf;    /* symbols, opened at the first take that needs them, kept after */
+	bool elf_tried;
 };
 
 struct map {
@@ -111,6 +113,20 @@ struct sym_session {
 
 	uint64_t *pcs;          /* scratch: one unwound stack */
 	uint32_t *stack_frames, *merged; /* scratch: its frames, innermost first, and with Python's */
+
+	/*
+	 * What each frame resolved to, kept across sym_session_take: locations
+	 * interned in NAMES, RES_COUNT[f] of them from RES_START[f] in
+	 * RES_LOCS (RES_COUNT 0xff: not resolved yet).
+	 */
+	struct profile *names;
+	uint32_t *res_start;
+	uint8_t *res_count;
+	size_t alloc_res;
+	uint32_t *res_locs;
+	size_t nr_res_locs, alloc_res_locs;
+	struct sym_kallsyms *ksyms;
+	bool ksyms_tried;
 
 	struct ss_py_stat *py_stats;
 	size_t nr_py_stats, alloc_py_stats;

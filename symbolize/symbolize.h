@@ -78,4 +78,16 @@ struct profile *sym_session_finish(struct sym_session *ss,
 				   void (*progress)(size_t done, size_t total, void *arg),
 				   void *arg);
 
+/*
+ * The same for the samples added since the last take (or the start), while
+ * the session goes on: processes, threads, address spaces, unwind tables,
+ * open files and every address already resolved are kept, so each take
+ * resolves only addresses it has not seen before. The profile lists every
+ * process and thread seen so far; its samples' times count from
+ * opts.start_ns as always.
+ */
+struct profile *sym_session_take(struct sym_session *ss,
+				 void (*progress)(size_t done, size_t total, void *arg),
+				 void *arg);
+
 #endif

@@ -503,14 +503,49 @@ def mark(name, domain=""):
     region(name, domain)._mark()
 
 
+# struct rgn_control: magic, seq, paused, pid, time_ns (32 bytes) in the directory's file
+# "control": the pause switch proftool polls to stop sampling while the program is paused
+RGN_CONTROL_FILE = "control"
+RGN_CONTROL_MAGIC = b"PTPAUSE1"
+RGN_CONTROL_SIZE = 4096
+_CONTROL = struct.Struct("<8sQIIQ")
+_switch = None  # the mapped file, once found; False when there is none
+
+
+def _set_switch(paused):
+    global _switch
+    if _switch is None:
+        _switch = False
+        path = os.path.join(os.environ.get("PROFTOOL_REGIONS", ""), RGN_CONTROL_FILE)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+            try:
+                m = mmap.mmap(fd, RGN_CONTROL_SIZE)
+            finally:
+                os.close(fd)
+            if m[:8] == RGN_CONTROL_MAGIC:
+                _switch = m
+            else:
+                m.close()
+        except (OSError, ValueError):
+            pass
+    if _switch:
+        seq = _CONTROL.unpack_from(_switch)[1]
+        struct.pack_into("<IIQ", _switch, 16, 1 if paused else 0, os.getpid(), time.monotonic_ns())
+        # seq last: proftool reads it first, then the rest
+        struct.pack_into("<Q", _switch, 8, seq + 1)
+
+
 def pause():
     """Records that the process stops being recorded, until resume()."""
     _put(0, RGN_PAUSE)
+    _set_switch(True)
 
 
 def resume():
     """Records that the process is recorded again, after pause()."""
     _put(0, RGN_RESUME)
+    _set_switch(False)
 
 
 def enabled():
