@@ -16,8 +16,13 @@ _proftool_options()
 	case $1 in
 	record | attach)
 		opts='-o -F -g --stack-size --user-only -e --backend --mode --python --regions --duration
-			-q -h --help'
-		args='-o -F -g --stack-size -e --backend --mode --python --regions --duration'
+			--delay --paused --control --snapshot-every --keep -q -h --help'
+		args='-o -F -g --stack-size -e --backend --mode --python --regions --duration --delay
+			--control --snapshot-every --keep'
+		;;
+	control)
+		opts='-h --help'
+		args=''
 		;;
 	report)
 		opts='-i --sort --format --min-percent --match --lines --limit --per-thread
@@ -80,6 +85,7 @@ _proftool_values()
 		fi
 		;;
 	--state) values='on-cpu off-cpu' ;;
+	--control) values='fifo:' ;;
 	--group-by)
 		# keys separated by commas: complete the last one, after those already there
 		local done= k
@@ -143,13 +149,13 @@ _proftool()
 		if [[ $cur == -* ]]; then
 			mapfile -t COMPREPLY < <(compgen -W '--help --version' -- "$cur")
 		else
-			mapfile -t COMPREPLY < <(compgen -W 'record attach report diff help' -- "$cur")
+			mapfile -t COMPREPLY < <(compgen -W 'record attach report diff control help' -- "$cur")
 		fi
 		return
 	fi
 	cmd=${COMP_WORDS[1]}
 	if [[ $cmd == help ]]; then
-		((COMP_CWORD == 2)) && mapfile -t COMPREPLY < <(compgen -W 'record attach report diff' -- "$cur")
+		((COMP_CWORD == 2)) && mapfile -t COMPREPLY < <(compgen -W 'record attach report diff control' -- "$cur")
 		return
 	fi
 	_proftool_options "$cmd"
@@ -194,6 +200,13 @@ _proftool()
 		attach) ((nargs == 0)) && _proftool_pids ;;
 		report) _proftool_files ;;
 		diff) ((nargs < 2)) && _proftool_files ;;
+		control)
+			if ((nargs == 0)); then
+				_proftool_files
+			elif ((nargs == 1)); then
+				mapfile -t COMPREPLY < <(compgen -W 'pause resume snapshot stop' -- "$cur")
+			fi
+			;;
 		esac
 	fi
 } &&

@@ -54,8 +54,9 @@ Limits worth knowing:
   Names made up as the program runs ("batch 1234") soon get there; use a fixed name.
 - The decorator times the call. On a generator function or an `async def` that is only
   the creation of the generator or coroutine object, not its run: use `with` inside it.
-- pause() and resume() only write their events; regions are still recorded while
-  paused, and proftool decides what the pause means.
+- pause() and resume() write their events and set the recording's pause switch, which
+  stops proftool's sampler within about 100 ms (the events say exactly when); regions are
+  still written while paused, and proftool leaves out those begun in the pause.
 - A region open when the process forks is open in both: a child that leaves it
   records its end without its begin.
 
