@@ -11,6 +11,8 @@
 # minute and in bytes per recorded sample. proftool moves its samples to a temporary file
 # as it goes, so the slope should be close to nothing.
 # $O is the build directory (default build); extra record options go in $RECORD_OPTS.
+# With RECORD_OPTS=--snapshot-every SEC it also prints what each snapshot cost: the time
+# the recording's loop spent writing it (sampling itself goes on meanwhile), and its size.
 set -eu
 
 O=${O:-build}
@@ -72,13 +74,16 @@ read -r st peak_kib <"$tmp/exit" || { echo "longrun: no exit status" >&2; exit 1
 [ "$st" -eq 0 ] || [ "$st" -eq 124 ] || { echo "longrun: record exited $st" >&2; exit 1; }
 
 python3 - "$tmp/rss" "$tmp/long.data" "$DURATION" "$peak_kib" <<'EOF'
-import gzip, json, os, sys
+import glob, gzip, json, os, sys
 
 rows = [tuple(map(float, l.split())) for l in open(sys.argv[1]) if len(l.split()) == 3]
 p = json.load(gzip.open(sys.argv[2]))
+# with --snapshot-every, the parts OUT.N and the rest in OUT
+parts = [p] + [json.load(gzip.open(f)) for f in glob.glob(sys.argv[2] + ".*")]
 duration = float(sys.argv[3])
-samples = len(p["samples"]["thread"])
-lost = p["meta"]["lost"]
+samples = sum(len(q["samples"]["thread"]) for q in parts)
+lost = sum(q["meta"]["lost"] for q in parts)
+recorded_ns = sum(q["meta"]["duration_ns"] for q in parts)
 rec = [r for r in rows if r[0] < duration]          # while recording
 warm = min(60.0, duration / 6)
 fit = [r for r in rec if r[0] >= warm] or rec
@@ -87,7 +92,7 @@ mt = sum(r[0] for r in fit) / n
 mr = sum(r[1] for r in fit) / n
 var = sum((r[0] - mt) ** 2 for r in fit)
 slope = sum((r[0] - mt) * (r[1] - mr) for r in fit) / var if var else 0.0   # KiB/s
-rate = samples / (p["meta"]["duration_ns"] / 1e9)                           # samples/s
+rate = samples / (recorded_ns / 1e9)                                        # samples/s
 peak = max([r[2] for r in rows] + [float(sys.argv[4])])
 print(f"longrun: {samples} samples ({rate:.0f}/s), {lost} lost, {len(p['threads'])} threads, "
       f"profile {os.path.getsize(sys.argv[2]) / 1024:.0f} KiB")
@@ -96,3 +101,23 @@ print(f"longrun: RSS after {warm:.0f} s {fit[0][1]:.0f} KiB, at the end of recor
 print(f"longrun: slope {slope * 60:.1f} KiB/min over {fit[-1][0] - fit[0][0]:.0f} s = "
       f"{slope * 1024 / rate if rate else 0:.1f} bytes per sample")
 EOF
+
+# --snapshot-every: each part's samples, size and the time its writing took
+if compgen -G "$tmp/long.data.*" >/dev/null; then
+	python3 - "$tmp" <<'EOF'
+import os, re, sys
+tmp = sys.argv[1]
+rows = []
+for line in open(os.path.join(tmp, "err")).read().replace("\r", "\n").splitlines():
+    m = re.search(r"wrote (\S+\.(\d+)): (\d+) samples, ([0-9.]+) s \(in (\d+) ms\)", line)
+    if m and os.path.exists(m.group(1)):
+        rows.append((int(m.group(2)), int(m.group(3)), float(m.group(4)), int(m.group(5)),
+                     os.path.getsize(m.group(1))))
+for n, samples, secs, ms, size in rows:
+    print(f"longrun: snapshot {n}: {samples} samples over {secs:.1f} s, written in {ms} ms, {size / 1024:.0f} KiB")
+if len(rows) > 1:
+    later = sorted(r[3] for r in rows[1:])
+    print(f"longrun: snapshots after the first: median {later[len(later) // 2]} ms, max {later[-1]} ms; "
+          f"the first (every file opened and read once) {rows[0][3]} ms")
+EOF
+fi
