@@ -380,7 +380,8 @@ static struct profile *build(struct sampling_run *r, uint64_t to, bool last,
 	regions_finish(&r->regions, p, from, to);
 	if (p->nr_pauses)
 		profile_drop_samples(p, not_paused, p);
-	fill_meta(p, r, from, to, st->count - r->live.count_from, last);
+	/* a count read as less than before (an event gone with its task) gives no rate */
+	fill_meta(p, r, from, to, st->count > r->live.count_from ? st->count - r->live.count_from : 0, last);
 	r->live.from = to;
 	r->live.count_from = st->count;
 	r->live.bytes = 0;
