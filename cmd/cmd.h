@@ -76,5 +76,6 @@ int cmd_record(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 
 #endif
