@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -28,6 +30,13 @@
  */
 #define STOP_WAIT_NS 10000000ull
 #define LATE_WAIT_NS 1000000000ull
+/*
+ * The tracer's nice value where it may raise its priority (CAP_SYS_NICE,
+ * RLIMIT_NICE): a thread is held stopped for as long as the tracer waits
+ * for a CPU between its stop and its release, which on a busy machine is
+ * most of it. As the ptrace backend's tracer does.
+ */
+#define TRACER_NICE -10
 
 /* What was copied of one thread while it was stopped. */
 struct shot {
@@ -270,6 +279,7 @@ static void *tracer_main(void *arg)
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	(void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), TRACER_NICE);
 	if (hook && hook->sample) {
 		/*
 		 * The hook's first call in a process looks for an interpreter (it
