@@ -116,6 +116,11 @@ static ssize_t read_task_file(pid_t pid, pid_t tid, const char *name, char *buf,
 	if (!f)
 		return -1;
 	got = fread(buf, 1, n - 1, f);
+	/* a file the owner may open but not read: the kernel stack, without CAP_SYS_ADMIN */
+	if (ferror(f)) {
+		fclose(f);
+		return -1;
+	}
 	fclose(f);
 	buf[got] = '\0';
 	return (ssize_t)got;
@@ -144,6 +149,10 @@ static char *kernel_stack(pid_t pid, pid_t tid)
 		line += n + (line[n] == '\n');
 	}
 	*at = '\0';
+	if (at == out) {
+		free(out);
+		return NULL;
+	}
 	return out;
 }
 
