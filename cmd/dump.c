@@ -262,29 +262,27 @@ static int feed(const struct sampler_rec *rec, void *arg)
 
 static int do_dump(const struct dump_opts *o)
 {
-	struct sym_python *py = o->python ? sym_python_new() : NULL;
-	struct sampler_snapshot_opts so = {
+	struct sym_python *py = NULL;
+	struct sampler_snapshot *snap = NULL;
+	struct sym_session *ss;
+	struct profile *p;
+	uint64_t start = time_mono_ns();
+	char err[512];
+	int ret;
+
+	if ((ret = check_target(o->pid, TARGET_READ)))
+		goto out;
+	py = o->python ? sym_python_new() : NULL;
+	snap = sampler_snapshot_take(&(struct sampler_snapshot_opts){
 		.pid = o->pid,
 		.stack_size = o->stack_size,
 		.kernel_stack = o->kernel,
 		.hook = py ? sym_python_hook(py) : NULL,
-	};
-	uint64_t start = time_mono_ns();
-	struct sampler_snapshot *snap;
-	struct sym_session *ss;
-	struct profile *p;
-	char err[512];
-	int ret;
-
-	if ((ret = check_target(o->pid, TARGET_READ))) {
-		sym_python_free(py);
-		return ret;
-	}
-	snap = sampler_snapshot_take(&so, err, sizeof(err));
+	}, err, sizeof(err));
 	if (!snap) {
 		error("%s", err);
-		sym_python_free(py);
-		return EXIT_FAIL;
+		ret = EXIT_FAIL;
+		goto out;
 	}
 	/* every thread runs again: the slow part can begin */
 	ss = sym_session_new(&(struct sym_opts){ .start_ns = start, .weight_ns = 1000000, .python = py });
@@ -300,9 +298,11 @@ static int do_dump(const struct dump_opts *o)
 	print_dump(stdout, o, p, snap);
 	profile_free(p);
 	sym_session_free(ss);
+	ret = EXIT_OK;
+out:
 	sampler_snapshot_free(snap);
 	sym_python_free(py);
-	return EXIT_OK;
+	return ret;
 }
 
 int cmd_dump(int argc, char **argv)
