@@ -15,6 +15,8 @@ teardown() {
 		kill -KILL "$target" 2>/dev/null
 		wait "$target" 2>/dev/null
 	fi
+	cd "$BATS_TEST_TMPDIR" || return 1
+	[ -z "${pub:-}" ] || rm -rf "$pub"
 	return 0
 }
 
@@ -326,6 +328,32 @@ check_python() {
 	[ "$status" -eq 1 ]
 	one_error_line
 	[[ "$stderr" == "proftool: not allowed to read process $target of another user; run as its owner or as root (CAP_SYS_PTRACE)"* ]]
+	untouched
+	release 3
+}
+
+@test "dump: an unprivileged user reads its own process, without kernel frames" {
+	need_nobody
+	scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
+	[ "$scope" = 0 ] || skip "kernel.yama.ptrace_scope $scope: a user may trace only its own children"
+	pub=$(mktemp -d /tmp/proftool-dump.XXXXXX)
+	chmod 0777 "$pub"
+	cd "$pub"
+	mkfifo -m 0666 fifo
+	"${AS_NOBODY[@]}" "$WORKLOADS_NOFP/blocked" fifo ready >target.out 2>&1 &
+	target=$!
+	wait_ready
+	wait_syscall "$(tid_of blk-reader)" 0
+	reader=$(tid_of blk-reader)
+	run --separate-stderr "${AS_NOBODY[@]}" "$PROFTOOL" dump --kernel "$target"
+	[ "$status" -eq 0 ] || { echo "dump exited $status: $stderr"; false; }
+	[ -z "$stderr" ]
+	[ "$(grep -c '^Thread ' <<<"$output")" -eq 4 ]
+	# /proc/PID/task/TID/stack is root's: no kernel frames, and the heading says where it waits
+	! grep -q '^    \[kernel\]' <<<"$output" || false
+	block "$reader" | head -n1 | grep -qx "Thread $reader (blk-reader) sleeping in read(), waiting in [a-z_]*"
+	frames "$reader"
+	in_order '^(__GI___libc_read|__libc_read|read) \(' '^reader_wait \('
 	untouched
 	release 3
 }
