@@ -3,7 +3,8 @@
 # make bench: proftool against perf, side by side in the same run.
 # Overhead, accuracy, lost samples, profile size, report speed/memory and the
 # time record needs after the target exits; then what named regions cost
-# (bench/regions.sh). See bench/README.md for the method.
+# (bench/regions.sh) and what a dump costs (bench/dump.sh). See bench/README.md
+# for the method.
 #
 # Environment (for experiments; the defaults are what make bench measures):
 #   O=DIR             build directory (default build), as for make
@@ -11,7 +12,7 @@
 #   BENCH_SCALE=X     multiplies every workload's size (default 1)
 #   BENCH_SAMPLES=N   samples aimed at for the big recording (default 100000)
 #   BENCH_NO_README=1 print the table only; leave bench/README.md alone
-#   BENCH_ONLY=PART   one part only: perf (the comparison) or regions
+#   BENCH_ONLY=PART   one part only: perf (the comparison), regions or dump
 set -euo pipefail
 export LC_ALL=C
 
@@ -31,7 +32,8 @@ die() { echo "bench: $*" >&2; exit 1; }
 case ${BENCH_ONLY:-} in
 '' | perf) ;;
 regions) exec bench/regions.sh ;;
-*) die "BENCH_ONLY must be perf or regions, not '$BENCH_ONLY'" ;;
+dump) exec bench/dump.sh ;;
+*) die "BENCH_ONLY must be perf, regions or dump, not '$BENCH_ONLY'" ;;
 esac
 
 # ---------------------------------------------------------------- preconditions
@@ -561,3 +563,5 @@ fi
 
 # ---------------------------------------------------------------- named regions
 [ "${BENCH_ONLY:-}" = perf ] || bench/regions.sh
+# ---------------------------------------------------------------- dump
+[ "${BENCH_ONLY:-}" = perf ] || bench/dump.sh

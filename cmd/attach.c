@@ -3,12 +3,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
-#include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/base.h"
@@ -120,91 +118,6 @@ static bool wait_stopped(pid_t pid, const pid_t *tids, size_t nr)
 	return false;
 }
 
-#ifndef CAP_PERFMON
-#define CAP_PERFMON 38          /* Linux 5.8 */
-#endif
-
-/* Whether capability CAP is in our effective set. */
-static bool have_cap(int cap)
-{
-	unsigned long long eff = 0;
-	char line[256];
-	bool found = false;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	while (f && !found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "CapEff: %llx", &eff) == 1;
-	if (f)
-		fclose(f);
-	return found && cap < 64 && (eff >> cap & 1);
-}
-
-/*
- * Checks PID before touching it, so that each refusal has its own message;
- * the kernel's own check (perf_event_open) still has the last word.
- */
-static int check_target(pid_t pid)
-{
-	unsigned long flags = 0;
-	char state = proc_task_state(pid, pid, &flags), path[64];
-	struct stat st;
-
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	if (!state || state == 'Z' || state == 'X') {
-		error("no such process %d; 'ps' lists the running ones", (int)pid);
-		return EXIT_FAIL;
-	}
-	if (flags & 0x00200000) {	/* PF_KTHREAD */
-		error("process %d is a kernel thread; attach profiles user-space processes", (int)pid);
-		return EXIT_FAIL;
-	}
-	if (pid == getpid()) {
-		error("process %d is proftool itself", (int)pid);
-		return EXIT_FAIL;
-	}
-	if (kill(pid, 0) < 0 && errno == EPERM) {
-		error("not allowed to profile process %d of another user; run as its owner or as root "
-		      "(CAP_PERFMON), and check kernel.perf_event_paranoid and kernel.yama.ptrace_scope", (int)pid);
-		return EXIT_FAIL;
-	}
-	/*
-	 * Without CAP_PERFMON or CAP_SYS_PTRACE, the kernel lets a user profile
-	 * only processes that run with exactly their credentials and are
-	 * dumpable (ptrace_may_access); /proc shows those as theirs, and a
-	 * setuid or non-dumpable one as root's. Said here, not as a
-	 * perf_event_paranoid hint followed by a ptrace fallback that fails too.
-	 */
-	if (!have_cap(CAP_PERFMON) && !have_cap(CAP_SYS_PTRACE) && stat(path, &st) == 0 &&
-	    st.st_uid != getuid()) {
-		error("not allowed to profile process %d: it runs with privileges you do not have "
-		      "(a setuid program, or one that made itself non-dumpable); run as root (CAP_PERFMON)", (int)pid);
-		return EXIT_FAIL;
-	}
-	return 0;
-}
-
-static char *target_cmdline(pid_t pid)
-{
-	char path[64], buf[4096];
-	size_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
-	f = fopen(path, "re");
-	n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	while (n && buf[n - 1] == '\0')
-		n--;
-	for (size_t i = 0; i < n; i++)
-		if (buf[i] == '\0')
-			buf[i] = ' ';
-	buf[n] = '\0';
-	if (!n)
-		snprintf(buf, sizeof(buf), "pid %d", (int)pid);
-	return xstrdup(buf);
-}
-
 int attach_process(struct sampling_opts *o, pid_t pid, const struct sampling_view *view)
 {
 	struct sampler_opts so = { 0 };
@@ -216,7 +129,7 @@ int attach_process(struct sampling_opts *o, pid_t pid, const struct sampling_vie
 	char *cmdline;
 	int ret;
 
-	if ((ret = check_target(pid)) || (ret = sampling_check_output(o)) || (ret = live_open(&r)))
+	if ((ret = check_target(pid, TARGET_PROFILE)) || (ret = sampling_check_output(o)) || (ret = live_open(&r)))
 		return ret;
 	sampling_signals(&waitmask);
 	/*

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 #include "base/atomic.h"
 
@@ -52,6 +53,21 @@ int output_open(struct output *o, const char *path);
 void output_abort(struct output *o);
 int output_finish(struct output *o, int ret);
 
+/* What a command does with the process it is given, for check_target()'s messages. */
+enum target_use {
+	TARGET_PROFILE,         /* attach: perf events, or ptrace */
+	TARGET_READ,            /* dump: ptrace, to read its threads once */
+};
+/*
+ * Checks PID before it is touched, so that each refusal has its own
+ * message (no such process, a kernel thread, proftool itself, another
+ * user's or a privileged process); the kernel still has the last word.
+ * Prints the error and returns EXIT_FAIL, or returns 0.
+ */
+int check_target(pid_t pid, enum target_use use);
+/* PID's command line, its arguments joined by spaces ("pid N" when unreadable); the caller frees it. */
+char *target_cmdline(pid_t pid);
+
 struct profile;
 /* Reads a profile, or prints why not (with what to do) and returns NULL. */
 struct profile *read_profile(const char *path);
@@ -61,5 +77,6 @@ int cmd_diff(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_control(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
 
 #endif

@@ -19,6 +19,7 @@ static const struct cmd commands[] = {
 	{ "attach", cmd_attach, "profile a running process" },
 	{ "report", cmd_report, "print a profile (several files are merged)" },
 	{ "diff", cmd_diff, "compare two profiles: which functions grew or shrank" },
+	{ "dump", cmd_dump, "print every thread's current stack once, leave the process running" },
 	{ "control", cmd_control, "pause, resume, snapshot or stop a recording (--control)" },
 };
 

@@ -4,14 +4,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <math.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/atomic.h"
+#include "base/base.h"
 #include "profile/profile.h"
 
 void error(const char *fmt, ...)
@@ -148,4 +152,101 @@ int output_finish(struct output *o, int ret)
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
+}
+
+#ifndef CAP_PERFMON
+#define CAP_PERFMON 38          /* Linux 5.8 */
+#endif
+
+/* Whether capability CAP is in our effective set. */
+static bool have_cap(int cap)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	bool found = false;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	if (f)
+		fclose(f);
+	return found && cap < 64 && (eff >> cap & 1);
+}
+
+/* How the refusals of check_target() read for each use. */
+static const struct {
+	const char *kthread;    /* "process N is a kernel thread; ..." */
+	const char *verb;       /* "not allowed to VERB process N" */
+	const char *cap;        /* the capability that would do */
+	const char *sysctls;    /* what else to check */
+} target_uses[] = {
+	[TARGET_PROFILE] = { "attach profiles", "profile", "CAP_PERFMON",
+			     "kernel.perf_event_paranoid and kernel.yama.ptrace_scope" },
+	[TARGET_READ] = { "dump reads", "read", "CAP_SYS_PTRACE", "kernel.yama.ptrace_scope" },
+};
+
+int check_target(pid_t pid, enum target_use use)
+{
+	unsigned long flags = 0;
+	char state = proc_task_state(pid, pid, &flags), path[64];
+	bool privileged = have_cap(CAP_SYS_PTRACE) || (use == TARGET_PROFILE && have_cap(CAP_PERFMON));
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	if (!state || state == 'Z' || state == 'X') {
+		error("no such process %d; 'ps' lists the running ones", (int)pid);
+		return EXIT_FAIL;
+	}
+	if (flags & 0x00200000) {	/* PF_KTHREAD */
+		error("process %d is a kernel thread; %s user-space processes", (int)pid,
+		      target_uses[use].kthread);
+		return EXIT_FAIL;
+	}
+	if (pid == getpid()) {
+		error("process %d is proftool itself", (int)pid);
+		return EXIT_FAIL;
+	}
+	if (kill(pid, 0) < 0 && errno == EPERM) {
+		error("not allowed to %s process %d of another user; run as its owner or as root "
+		      "(%s), and check %s", target_uses[use].verb, (int)pid, target_uses[use].cap,
+		      target_uses[use].sysctls);
+		return EXIT_FAIL;
+	}
+	/*
+	 * Without CAP_PERFMON (for perf events) or CAP_SYS_PTRACE, the kernel
+	 * lets a user profile or trace only processes that run with exactly
+	 * their credentials and are dumpable (ptrace_may_access); /proc shows
+	 * those as theirs, and a setuid or non-dumpable one as root's. Said
+	 * here, not as a perf_event_paranoid hint followed by a ptrace
+	 * fallback that fails too.
+	 */
+	if (!privileged && stat(path, &st) == 0 && st.st_uid != getuid()) {
+		error("not allowed to %s process %d: it runs with privileges you do not have "
+		      "(a setuid program, or one that made itself non-dumpable); run as root (%s)",
+		      target_uses[use].verb, (int)pid, target_uses[use].cap);
+		return EXIT_FAIL;
+	}
+	return 0;
+}
+
+char *target_cmdline(pid_t pid)
+{
+	char path[64], buf[4096];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	f = fopen(path, "re");
+	n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	while (n && buf[n - 1] == '\0')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (buf[i] == '\0')
+			buf[i] = ' ';
+	buf[n] = '\0';
+	if (!n)
+		snprintf(buf, sizeof(buf), "pid %d", (int)pid);
+	return xstrdup(buf);
 }

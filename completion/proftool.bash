@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # bash completion for proftool(1): commands, options and their values, files for -i, -o
-# and the profiles of report and diff, process ids for attach, and record's COMMAND.
+# and the profiles of report and diff, process ids for attach and dump, and record's COMMAND.
 #
 # 'make install' puts it in PREFIX/share/bash-completion/completions/proftool, where the
 # bash-completion package loads it the first time proftool is completed; without that
@@ -35,6 +35,10 @@ _proftool_options()
 	diff)
 		opts='--format --limit -o -h --help'
 		args='--format --limit -o'
+		;;
+	dump)
+		opts='--python --kernel --stack-size -h --help'
+		args='--python --stack-size'
 		;;
 	*)
 		opts='' args=''
@@ -102,7 +106,7 @@ _proftool_values()
 	mapfile -t COMPREPLY < <(compgen -W "$values" -- "$cur")
 }
 
-# Process ids for attach: those that start with $cur or, when $cur is not a number, those
+# Process ids for attach and dump: those that start with $cur or, when $cur is not a number, those
 # of the processes whose name (comm) starts with it. Kernel threads and zombies, which
 # cannot be profiled, have an empty command line and are left out.
 _proftool_pids()
@@ -149,13 +153,13 @@ _proftool()
 		if [[ $cur == -* ]]; then
 			mapfile -t COMPREPLY < <(compgen -W '--help --version' -- "$cur")
 		else
-			mapfile -t COMPREPLY < <(compgen -W 'record attach report diff control help' -- "$cur")
+			mapfile -t COMPREPLY < <(compgen -W 'record attach report diff control dump help' -- "$cur")
 		fi
 		return
 	fi
 	cmd=${COMP_WORDS[1]}
 	if [[ $cmd == help ]]; then
-		((COMP_CWORD == 2)) && mapfile -t COMPREPLY < <(compgen -W 'record attach report diff control' -- "$cur")
+		((COMP_CWORD == 2)) && mapfile -t COMPREPLY < <(compgen -W 'record attach report diff control dump' -- "$cur")
 		return
 	fi
 	_proftool_options "$cmd"
@@ -197,7 +201,7 @@ _proftool()
 	else
 		case $cmd in
 		record) _proftool_command "$COMP_CWORD" ;;
-		attach) ((nargs == 0)) && _proftool_pids ;;
+		attach | dump) ((nargs == 0)) && _proftool_pids ;;
 		report) _proftool_files ;;
 		diff) ((nargs < 2)) && _proftool_files ;;
 		control)

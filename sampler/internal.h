@@ -38,4 +38,20 @@ void ptrace_sampler_get_stats(struct ptrace_sampler *s, struct sampler_stats *st
 bool ptrace_sampler_reap(struct ptrace_sampler *s, pid_t pid, int *status);
 void ptrace_sampler_close(struct ptrace_sampler *s);
 
+/* ptrace.c: reading a thread in a ptrace-stop, shared with snapshot.c */
+struct user_regs_struct;
+/* perf's x86-64 user register order (mask SAMPLER_PERF_REGS_MASK), which the unwinder expects: R[20] */
+#define SAMPLER_PERF_REGS_MASK 0xff0fffull
+void sampler_perf_regs(const struct user_regs_struct *u, uint64_t *r);
+/* Copies up to SIZE bytes of stack from SP, stopping at the first unmapped page; returns the bytes copied. */
+uint64_t sampler_read_stack(pid_t pid, uint64_t sp, uint8_t *buf, uint64_t size);
+/* The name of thread TID of PID (/proc's comm) into BUF; false when it cannot be read. */
+bool sampler_read_comm(pid_t pid, pid_t tid, char *buf, size_t n);
+/*
+ * The system call a stop cut short (its number: it will be restarted or
+ * fail with EINTR), or -1 when the thread stopped outside one or as one
+ * returned with its own result.
+ */
+long sampler_cut_syscall(const struct user_regs_struct *regs);
+
 #endif

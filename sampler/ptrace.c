@@ -179,7 +179,7 @@ static pid_t tgid_of(pid_t tid)
 	return tgid;
 }
 
-static bool read_comm(pid_t pid, pid_t tid, char *buf, size_t n)
+bool sampler_read_comm(pid_t pid, pid_t tid, char *buf, size_t n)
 {
 	char path[96];
 	FILE *f;
@@ -433,7 +433,7 @@ static void check_comm(struct ptrace_sampler *s, struct task *t, bool exec)
 	struct sampler_rec r;
 
 	t->comm_checked_ns = time_mono_ns();
-	if (!read_comm(t->pid, t->tid, comm, sizeof(comm)) || (!exec && !strcmp(comm, t->comm)))
+	if (!sampler_read_comm(t->pid, t->tid, comm, sizeof(comm)) || (!exec && !strcmp(comm, t->comm)))
 		return;
 	memcpy(t->comm, comm, sizeof(comm));
 	memset(&r, 0, sizeof(r));
@@ -596,8 +596,7 @@ static void collect(struct ptrace_sampler *s)
 
 /* ---- sampling ---- */
 
-/* perf's x86-64 user register order (mask 0xff0fff), which the unwinder expects */
-static void perf_order(const struct user_regs_struct *u, uint64_t *r)
+void sampler_perf_regs(const struct user_regs_struct *u, uint64_t *r)
 {
 	r[0] = u->rax; r[1] = u->rbx; r[2] = u->rcx; r[3] = u->rdx;
 	r[4] = u->rsi; r[5] = u->rdi; r[6] = u->rbp; r[7] = u->rsp;
@@ -606,8 +605,7 @@ static void perf_order(const struct user_regs_struct *u, uint64_t *r)
 	r[16] = u->r12; r[17] = u->r13; r[18] = u->r14; r[19] = u->r15;
 }
 
-/* Copies up to SIZE bytes of stack from SP, stopping at the first unmapped page. */
-static uint64_t read_stack(pid_t pid, uint64_t sp, uint8_t *buf, uint64_t size)
+uint64_t sampler_read_stack(pid_t pid, uint64_t sp, uint8_t *buf, uint64_t size)
 {
 	struct iovec local = { buf, size }, remote[20];
 	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), at = sp, end = sp + size;
@@ -627,6 +625,16 @@ static uint64_t read_stack(pid_t pid, uint64_t sp, uint8_t *buf, uint64_t size)
 	}
 	got = process_vm_readv(pid, &local, 1, remote, n, 0);
 	return got > 0 ? (uint64_t)got : 0;
+}
+
+long sampler_cut_syscall(const struct user_regs_struct *regs)
+{
+	long long nr = (long long)regs->orig_rax, ret = (long long)regs->rax;
+
+	/* ERESTARTSYS 512, ERESTARTNOINTR 513, ERESTARTNOHAND 514, ERESTART_RESTARTBLOCK 516 */
+	if (nr >= 0 && (ret == -EINTR || (ret <= -512 && ret >= -516)))
+		return (long)nr;
+	return -1;
 }
 
 /* System calls whose only work is to wait, on x86-64. */
@@ -654,12 +662,9 @@ static bool waiting_syscall(long long nr)
  */
 static bool stopped_waiting(const struct user_regs_struct *regs)
 {
-	long long nr = (long long)regs->orig_rax, ret = (long long)regs->rax;
+	long long nr = (long long)regs->orig_rax;
 
-	if (nr < 0)
-		return false;
-	/* ERESTARTSYS 512, ERESTARTNOINTR 513, ERESTARTNOHAND 514, ERESTART_RESTARTBLOCK 516 */
-	return ret == -EINTR || (ret <= -512 && ret >= -516) || waiting_syscall(nr);
+	return sampler_cut_syscall(regs) >= 0 || (nr >= 0 && waiting_syscall(nr));
 }
 
 /*
@@ -685,7 +690,7 @@ static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state 
 		ptrace(PTRACE_CONT, tid, 0, 0);
 		return;
 	}
-	perf_order(&regs, perf_regs);
+	sampler_perf_regs(&regs, perf_regs);
 	ip = regs.rip;
 	memset(&r, 0, sizeof(r));
 	r.type = SAMPLER_REC_SAMPLE;
@@ -700,9 +705,9 @@ static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state 
 	if (s->opts.callgraph != SAMPLER_CG_NONE) {
 		/* frame pointers or not, the unwinder does better from registers and stack */
 		r.sample.regs = perf_regs;
-		r.sample.regs_mask = 0xff0fffull;
+		r.sample.regs_mask = SAMPLER_PERF_REGS_MASK;
 		r.sample.stack = s->stack;
-		r.sample.stack_size = read_stack(t->pid, regs.rsp, s->stack, s->opts.stack_size);
+		r.sample.stack_size = sampler_read_stack(t->pid, regs.rsp, s->stack, s->opts.stack_size);
 	}
 	if (s->opts.hook && s->opts.hook->sample) {
 		/* the hook reads what it needs while the thread cannot change it */
@@ -974,7 +979,7 @@ static bool seize_all(struct ptrace_sampler *s)
 			return false;
 		}
 		add_task(s, tid, opts->pid);
-		read_comm(opts->pid, tid, s->tasks[s->nr_tasks - 1].comm, 16);
+		sampler_read_comm(opts->pid, tid, s->tasks[s->nr_tasks - 1].comm, 16);
 	}
 	if (!s->root) {
 		/* attach: the session took the existing mappings from /proc already */

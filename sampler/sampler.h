@@ -187,6 +187,71 @@ void sampler_close(struct sampler *s);
 bool sampler_reap(struct sampler *s, pid_t pid, int *status);
 
 /*
+ * One look at every thread of a running process (proftool dump), made
+ * without following it. Each thread in turn is seized, interrupted, its
+ * registers, the top STACK_SIZE bytes of its stack and what HOOK reads
+ * (hook->sample, as the ptrace backend calls it; task and eager are not
+ * used) are copied, and it is let go at once: a thread is stopped only for
+ * its own copy, never while another is read or anything is unwound. A
+ * system call the stop cuts short is restarted, as after any ptrace stop;
+ * a process that was stopped (SIGSTOP) is left stopped. A thread that has
+ * not stopped within a few milliseconds (uninterruptible sleep, or waiting
+ * for a CPU) is waited for again after the others, up to a second in all,
+ * and is otherwise left as it was, with its /proc figures only. Threads
+ * created while the snapshot is taken are not in it.
+ *
+ * The work runs on a thread of its own, which is the tracer; SIGCHLD is
+ * blocked in the calling thread meanwhile. Not thread-safe otherwise.
+ */
+struct sampler_snapshot_opts {
+	pid_t pid;
+	unsigned stack_size;    /* bytes of user stack copied per thread; multiple of 8 */
+	bool kernel_stack;      /* also read /proc/PID/task/TID/stack (root only) */
+	const struct sampler_hook *hook; /* NULL: none */
+};
+
+enum sampler_thread_outcome {
+	SAMPLER_THREAD_SAMPLED,     /* stopped, read and let go */
+	SAMPLER_THREAD_NOT_STOPPED, /* never stopped in time: no registers, no stack */
+	SAMPLER_THREAD_GONE,        /* it exited first */
+};
+
+/* One thread as the snapshot saw it; the /proc figures are read just before it was stopped. */
+struct sampler_thread {
+	int32_t tid;
+	char comm[16];
+	char state;             /* /proc's state letter (R, S, D, T, t, Z, I...), 0 when unknown */
+	int32_t syscall;        /* the system call its stop cut short (x86-64 number), -1 none */
+	char wchan[64];         /* the kernel function it sleeps in, "" when none or unreadable */
+	char *kernel_stack;     /* kernel functions, innermost first, one per line; NULL when unread */
+	enum sampler_thread_outcome outcome;
+	uint64_t stopped_ns;    /* from the interrupt to the release: how long it may have been held */
+};
+
+struct sampler_snapshot;
+
+/*
+ * Takes the snapshot of O->pid. Returns NULL with errno set and a one-line
+ * reason in ERR (no such process; ptrace denied, or the process already
+ * traced, naming by whom) when no thread could be read.
+ */
+struct sampler_snapshot *sampler_snapshot_take(const struct sampler_snapshot_opts *o, char *err,
+					       size_t errlen);
+/* The threads, by thread id; the pointers stay valid until sampler_snapshot_free(). */
+size_t sampler_snapshot_nr_threads(const struct sampler_snapshot *s);
+const struct sampler_thread *sampler_snapshot_thread(const struct sampler_snapshot *s, size_t i);
+/* Wall-clock nanoseconds the whole snapshot took, first seize to last release. */
+uint64_t sampler_snapshot_duration(const struct sampler_snapshot *s);
+/*
+ * Hands CB a SAMPLE record (registers, stack copy, the hook's bytes, the
+ * state: running or waiting) for every sampled thread, in thread order.
+ * A non-zero return from CB stops and is returned.
+ */
+int sampler_snapshot_read(struct sampler_snapshot *s, sampler_cb cb, void *arg);
+/* Accepts NULL. */
+void sampler_snapshot_free(struct sampler_snapshot *s);
+
+/*
  * Spawning. sampler_spawn() forks a child that waits before exec'ing
  * ARGV (a PATH search, like execvp); the caller opens events on its pid,
  * then sampler_spawn_start() lets it exec. start returns 0 once the exec

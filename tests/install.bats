@@ -247,7 +247,7 @@ check_values() {
 	local cmd_opt cmd opt v named offered
 
 	for cmd_opt in record:-g record:-e record:--backend record:--mode record:--python record:--regions attach:-g attach:--mode \
-		report:--sort report:--format report:--state report:--group-by diff:--format; do
+		report:--sort report:--format report:--state report:--group-by diff:--format dump:--python; do
 		cmd=${cmd_opt%%:*} opt=${cmd_opt#*:}
 		named=$(values_in_error "$cmd" "$opt")
 		[ "$(wc -l <<<"$named")" -ge 2 ] || { echo "no values parsed from the error for $cmd $opt: $named"; false; }
@@ -308,6 +308,9 @@ check_pids() {
 	includes "$1" proftool attach -q --duration 5 "$sleeper" :: "$sleeper"
 	includes "$1" proftool attach slee :: "$sleeper"
 	offers "$1" proftool attach "$sleeper" '' ::
+	includes "$1" proftool dump '' :: "$sleeper"
+	includes "$1" proftool dump --python off slee :: "$sleeper"
+	offers "$1" proftool dump "$sleeper" '' ::
 	got=$(completions "$1" proftool attach '')
 	[ "$(wc -l <<<"$got")" -ge 2 ]
 	for pid in $got; do
