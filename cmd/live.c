@@ -108,6 +108,11 @@ static void user_pause(struct sampling_run *r, bool on)
 		error("%s at %.1f s", on ? "paused" : "resumed", (now - r->start_ns) / 1e9);
 }
 
+void live_pause(struct sampling_run *r, bool on)
+{
+	user_pause(r, on);
+}
+
 int live_open(struct sampling_run *r)
 {
 	const struct live_opts *o = &r->o->live;

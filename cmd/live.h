@@ -60,6 +60,8 @@ int live_open(struct sampling_run *r);
 void live_begin(struct sampling_run *r);
 /* Once per pass of the sampling loop; false when the recording must stop. */
 bool live_poll(struct sampling_run *r);
+/* Pauses or resumes sampling as `pause` and `resume` on --control do (top's p key). */
+void live_pause(struct sampling_run *r, bool on);
 /* Counts a record's sample data for --snapshot-every SIZE. */
 void live_count(struct live *l, size_t bytes);
 /* Adds the user's pauses within [FROM, TO] to P, in P's time (since FROM). */

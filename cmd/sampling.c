@@ -186,12 +186,13 @@ struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 
 void sampling_begin(struct sampling_run *r)
 {
-	const char *env = getenv("PROFTOOL_SPILL_SAMPLES"), *slash = strrchr(r->o->output, '/');
-	char *dir = slash ? xstrdup(r->o->output) : xstrdup(".");
+	const char *env = getenv("PROFTOOL_SPILL_SAMPLES"), *out = r->o->output ? r->o->output : "";
+	const char *slash = strrchr(out, '/');
+	char *dir = slash ? xstrdup(out) : xstrdup(".");
 	size_t chunk = env && *env ? strtoul(env, NULL, 10) : SPILL_CHUNK;
 
 	if (slash)
-		dir[slash - r->o->output + (slash == r->o->output)] = '\0';
+		dir[slash - out + (slash == out)] = '\0';
 	r->tty = !r->o->quiet && isatty(STDERR_FILENO);
 	r->status = -1;
 	r->start_ns = time_mono_ns();
@@ -409,6 +410,11 @@ int sampling_snapshot(struct sampling_run *r, char *path, size_t n)
 	char err[512];
 	int ret = 0;
 
+	/* a snapshot would take its part away from top's view */
+	if (r->view) {
+		error("top takes no snapshots; --record FILE writes the whole profile when it ends");
+		return EXIT_FAIL;
+	}
 	p = sampling_take(r);
 	snapshot_name(r, r->live.index + 1, path, n);
 	if (profile_write(p, path, err, sizeof(err)) < 0) {

@@ -172,7 +172,7 @@ int sampling_validate(const struct sampling_opts *o, const char *command)
 		return usage_error(command, "--mode wall samples with ptrace; use --backend ptrace or auto");
 	if (o->live.paused && o->live.delay > 0)
 		return usage_error(command, "--delay and --paused do not go together: --paused waits for 'resume'");
-	if (!strcmp(o->output, "-") && (o->live.every_secs || o->live.every_bytes))
+	if (o->output && !strcmp(o->output, "-") && (o->live.every_secs || o->live.every_bytes))
 		return usage_error(command, "--snapshot-every writes files beside -o FILE; name a file");
 	return 0;
 }
@@ -183,6 +183,8 @@ int sampling_check_output(const struct sampling_opts *o)
 	struct stat st;
 	int ret;
 
+	if (!o->output)         /* top without --record */
+		return 0;
 	/*
 	 * Opening a FIFO to try it would wait for a reader, then close on it:
 	 * the reader takes that for the end and is gone when the profile comes.
