@@ -9,6 +9,8 @@ WARNINGS  := -std=c11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototy
              -Wmissing-prototypes -Wvla -Wno-format-nonliteral
 CPPFLAGS  += -D_GNU_SOURCE -DPROFTOOL_VERSION='"$(VERSION)"' -I. -MMD -MP
 LDLIBS    := -ldw -lelf -ljansson -lz -liberty -lstdc++ -lm -pthread
+# proftool top's full-screen table; the library and its tests do without
+CURSES    := -lncurses
 SANITIZE  :=
 
 RT_SRCS   := regions/rt.c regions/itt.c
@@ -53,7 +55,7 @@ export LC_ALL := C
 all: $(O)/proftool $(O)/libproftool-rt.so
 
 $(O)/proftool: $(CMD_OBJS) $(O)/libproftool.a
-	$(CC) $(CFLAGS) $(SANITIZE) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(SANITIZE) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(CURSES)
 
 # The regions runtime, loaded into recorded programs by <proftool.h> and, as their ITT
 # collector (itt.c), by ITT's static parts: libc only, never a sanitizer (it runs in
@@ -74,6 +76,11 @@ $(O)/%.o: %.c
 $(O)/tests/unit/%: tests/unit/%.c $(O)/libproftool.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)
+
+# test_top tests cmd/top_state.c, which is proftool's own, not the library's
+$(O)/tests/unit/test_top: tests/unit/test_top.c $(O)/cmd/top_state.o $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/cmd/top_state.o $(O)/libproftool.a $(LDLIBS)
 
 $(O)/workloads/%: tests/workloads/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)

@@ -78,5 +78,6 @@ int cmd_report(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_control(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 #endif

@@ -17,6 +17,7 @@ struct cmd {
 static const struct cmd commands[] = {
 	{ "record", cmd_record, "run a command and profile it, its threads and child processes" },
 	{ "attach", cmd_attach, "profile a running process" },
+	{ "top", cmd_top, "live table of the hottest functions of a process or command" },
 	{ "report", cmd_report, "print a profile (several files are merged)" },
 	{ "diff", cmd_diff, "compare two profiles: which functions grew or shrank" },
 	{ "dump", cmd_dump, "print every thread's current stack once, leave the process running" },

@@ -3,15 +3,18 @@
 # Installs the Debian packages proftool needs to build and test, when missing.
 # Usage: scripts/deps.sh [build|check|bench|fuzz|leaks]
 # (g++ brings the libstdc++ development files that __cxa_demangle links against;
-# libiberty-dev the static libiberty whose rust_demangle handles Rust names.)
+# libiberty-dev the static libiberty whose rust_demangle handles Rust names;
+# libncurses-dev the terminal library of proftool top's screen.)
 set -eu
 
-want="gcc g++ make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev libiberty-dev"
+want="gcc g++ make libc6-dev libelf-dev libdw-dev libjansson-dev zlib1g-dev libiberty-dev libncurses-dev"
 case "${1:-build}" in
 check)
 	# the real consumers of the export formats: go tool pprof, a browser, node and npm for
 	# speedscope; the tests run /usr/bin/node, so nodejs even where some npm is on PATH (nvm's)
 	want="$want bats procps libc6-dbg groff-base man-db bash-completion python3 bsdutils strace lld xz-utils golang-go chromium fonts-dejavu-core nodejs"
+	# a terminal whose screen the top tests can read back
+	want="$want tmux"
 	# oneDNN (libdnnl2, and the headers to build a program with it): ITT-instrumented code for
 	# the ITT collector's tests
 	want="$want libdnnl-dev"
