@@ -17,7 +17,7 @@
 #include "sampling.h"
 #include "top.h"
 
-/* Samples --record's profile keeps in memory before it moves them to a file, as record's */
+/* Samples --record's profile keeps in memory before it moves them to a file, as record's do */
 #define SPILL_CHUNK 65536
 
 static const char top_head[] =
@@ -389,6 +389,7 @@ int cmd_top(int argc, char **argv)
 	struct top_opts o;
 	struct top t = { .opts = &o };
 	struct sampling_view view = { tick, end, &t };
+	const char *spill = getenv("PROFTOOL_SPILL_SAMPLES"); /* the tests' */
 	char *dir = NULL, *slash;
 	int ret = parse_options(argc, argv, &o);
 
@@ -410,7 +411,7 @@ int cmd_top(int argc, char **argv)
 		if (slash)
 			slash[slash == dir] = '\0';
 		whole(&t)->spill_dir = slash ? dir : ".";
-		whole(&t)->spill_chunk = o.cumulative ? 0 : SPILL_CHUNK;
+		whole(&t)->spill_chunk = o.cumulative ? 0 : spill && *spill ? strtoul(spill, NULL, 10) : SPILL_CHUNK;
 	}
 	ret = o.command ? record_command(&o.so, o.command, &view) : attach_process(&o.so, o.pid, &view);
 	top_screen_close(t.screen);
