@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 # bash completion for proftool(1): commands, options and their values, files for -i, -o
-# and the profiles of report and diff, process ids for attach and dump, and record's COMMAND.
+# and the profiles of report and diff, process ids for attach, dump and top, and the COMMAND
+# of record and top.
 #
 # 'make install' puts it in PREFIX/share/bash-completion/completions/proftool, where the
 # bash-completion package loads it the first time proftool is completed; without that
@@ -40,6 +41,13 @@ _proftool_options()
 		opts='--python --kernel --stack-size -h --help'
 		args='--python --stack-size'
 		;;
+	top)
+		opts='--interval --window --cumulative --sort --per-thread --limit --record -F -g
+			--stack-size --user-only -e --backend --mode --python --regions --delay --paused
+			--control --duration -q -h --help'
+		args='--interval --window --sort --limit --record -F -g --stack-size -e --backend
+			--mode --python --regions --delay --control --duration'
+		;;
 	*)
 		opts='' args=''
 		;;
@@ -64,7 +72,7 @@ _proftool_values()
 	local values
 
 	case $2 in
-	-o | -i)
+	-o | -i | --record)
 		_proftool_files
 		return
 		;;
@@ -153,13 +161,13 @@ _proftool()
 		if [[ $cur == -* ]]; then
 			mapfile -t COMPREPLY < <(compgen -W '--help --version' -- "$cur")
 		else
-			mapfile -t COMPREPLY < <(compgen -W 'record attach report diff control dump help' -- "$cur")
+			mapfile -t COMPREPLY < <(compgen -W 'record attach report diff control dump top help' -- "$cur")
 		fi
 		return
 	fi
 	cmd=${COMP_WORDS[1]}
 	if [[ $cmd == help ]]; then
-		((COMP_CWORD == 2)) && mapfile -t COMPREPLY < <(compgen -W 'record attach report diff control dump' -- "$cur")
+		((COMP_CWORD == 2)) && mapfile -t COMPREPLY < <(compgen -W 'record attach report diff control dump top' -- "$cur")
 		return
 	fi
 	_proftool_options "$cmd"
@@ -187,6 +195,9 @@ _proftool()
 			[[ $word == -- ]] && ((i++))
 			_proftool_command "$i"
 			return
+		elif [[ $cmd == top && $word == -- ]]; then
+			_proftool_command $((i + 1))
+			return
 		elif [[ -z $dashdash && $word == -- ]]; then
 			dashdash=1
 		else
@@ -201,7 +212,7 @@ _proftool()
 	else
 		case $cmd in
 		record) _proftool_command "$COMP_CWORD" ;;
-		attach | dump) ((nargs == 0)) && _proftool_pids ;;
+		attach | dump | top) ((nargs == 0)) && _proftool_pids ;;
 		report) _proftool_files ;;
 		diff) ((nargs < 2)) && _proftool_files ;;
 		control)

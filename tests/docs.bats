@@ -93,6 +93,10 @@ help_covers_contract() {
 	help_matches_man dump
 }
 
+@test "top --help lists exactly the top options of the man page" {
+	help_matches_man top
+}
+
 @test "every format of report --help is described in the man page, and the help and man list the same" {
 	run --separate-stderr "$PROFTOOL" report --format nonsense
 	for fmt in table tree callers callees folded json timers speedscope chrome pprof svg html; do
