@@ -20,6 +20,8 @@ struct sym_session *sym_session_new(const struct sym_opts *opts)
 	static const char *const special[] = { "[unknown]", "[kernel]", "[stop]", "[python]" };
 
 	ss->opts = *opts;
+	ss->spill_dir = xstrdup_or_null(opts->spill_dir);
+	ss->opts.spill_dir = ss->spill_dir;
 	ss->prof = profile_new();
 	/* without a spill file samples stay in memory: slower to grow, nothing lost */
 	if (opts->spill_dir && opts->spill_chunk)
@@ -48,6 +50,7 @@ void sym_session_free(struct sym_session *ss)
 		sym_elf_close(ss->mods[i].elf);
 	}
 	profile_free(ss->names);
+	free(ss->spill_dir);
 	free(ss->res_start);
 	free(ss->res_count);
 	free(ss->res_locs);

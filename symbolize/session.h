@@ -92,7 +92,8 @@ struct ss_py_stat {
 };
 
 struct sym_session {
-	struct sym_opts opts;
+	struct sym_opts opts;   /* opts.spill_dir points at spill_dir */
+	char *spill_dir;        /* the session's copy: takes spill long after sym_session_new */
 	struct profile *prof;   /* processes, threads and samples go straight in */
 
 	struct module *mods;
