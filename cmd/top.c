@@ -262,15 +262,13 @@ static void show(struct top *t, const struct sampling_run *r, bool ended)
 
 static void start(struct top *t, const struct sampling_run *r)
 {
-	char buf[256];
+	size_t n = strlen(r->command) + 32;
 
 	t->started = true;
 	t->next_take = r->start_ns + t->interval_ns;
 	if (r->target > 0) {
-		snprintf(buf, sizeof(buf), "pid %d: ", (int)r->target);
-		t->target = xmalloc(strlen(buf) + strlen(r->command) + 1);
-		memcpy(t->target, buf, strlen(buf));
-		memcpy(t->target + strlen(buf), r->command, strlen(r->command) + 1);
+		t->target = xmalloc(n);
+		snprintf(t->target, n, "pid %d: %s", (int)r->target, r->command);
 	}
 	t->screen = top_screen_open();
 }
@@ -329,7 +327,8 @@ static bool tick(struct sampling_run *r, void *arg)
 	}
 	if (redraw)
 		show(t, r, false);
-	return true;
+	/* the log's reader has gone (top PID | head): as q (the write error stays for main's check) */
+	return !ferror(stdout);
 }
 
 /* Writes --record's file: the whole run, as record would have written it. */

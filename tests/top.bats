@@ -271,6 +271,20 @@ log_phases() {
 	wait "$target"
 }
 
+@test "top PID ends when the reader of its log goes (| head), and leaves the process running" {
+	"$WORKLOADS/phases" a:go_end >/dev/null 2>&1 &
+	target=$!
+	wait_file in_a
+	run --separate-stderr bash -c 'set -o pipefail; timeout 60 "$0" top --interval 0.2 "$1" | head -1' \
+		"$PROFTOOL" "$target"
+	[ "$status" -ne 124 ] || { echo "top went on after head had gone"; false; }
+	[[ "$output" == "proftool top at "* ]]
+	[[ "$stderr" != *"cannot write"* ]]
+	[[ "$(state "$target")" == [RS] ]]
+	touch go_end
+	wait "$target"
+}
+
 @test "--cumulative: each table has everything since the start" {
 	"$PROFTOOL" top --cumulative --interval 0.5 --limit 0 -- "$WORKLOADS/phases" a:go_b b:go_c >log.txt 2>err.txt &
 	local top=$!
