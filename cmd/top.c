@@ -208,7 +208,7 @@ struct top {
 	struct top_window win;      /* what the table shows */
 	struct top_window rec;      /* --record without --cumulative: everything */
 	struct top_screen *screen;  /* NULL: the tables go to stdout as text */
-	bool started, printed;
+	bool started;
 	uint64_t interval_ns, next_take, next_keys;
 	uint64_t total_samples, total_lost;
 	char *target;
@@ -252,12 +252,10 @@ static void show(struct top *t, const struct sampling_run *r, bool ended)
 	struct top_status st;
 
 	status(t, r, &st, ended);
-	if (t->screen) {
+	if (t->screen)
 		top_screen_draw(t->screen, top_window_profile(&t->win), &st, &t->ui);
-	} else {
+	else
 		top_print(stdout, top_window_profile(&t->win), &st, &t->ui, t->opts->limit);
-		t->printed = true;
-	}
 }
 
 static void start(struct top *t, const struct sampling_run *r)

@@ -34,7 +34,7 @@ struct table {
 static void add_rows(struct table *t, const struct profile *p, const struct report_func_stat *st,
 		     size_t nr, uint32_t thread, const char *filter)
 {
-	char label[1024];
+	char label[4096];
 
 	for (size_t i = 0; i < nr; i++) {
 		if (*filter) {
@@ -121,7 +121,7 @@ static void head_text(char *buf, size_t n, bool per_thread)
 static void row_text(char *buf, size_t n, const struct profile *p, const struct table *t,
 		     const struct row *r)
 {
-	char label[1024], ns[48], th[THREAD_WIDTH + 48] = "";
+	char label[4096], ns[48], th[THREAD_WIDTH + 48] = "";
 	const struct report_func_stat *s = &r->st;
 
 	report_row_label(p, s, label, sizeof(label));
@@ -180,7 +180,7 @@ static void head(char lines[HEAD_LINES][512], const struct profile *p, const str
 void top_print(FILE *out, const struct profile *p, const struct top_status *st,
 	       const struct top_ui *ui, size_t limit)
 {
-	char lines[HEAD_LINES][512], text[2048], when[64];
+	char lines[HEAD_LINES][512], text[4608], when[64];
 	time_t secs = (time_t)(st->real_ns / 1000000000u);
 	struct table t;
 	struct tm tm;
@@ -337,7 +337,7 @@ static void put(int y, const char *text, attr_t attr)
 void top_screen_draw(struct top_screen *s, const struct profile *p, const struct top_status *st,
 		     const struct top_ui *ui)
 {
-	char lines[HEAD_LINES][512], text[2048], clock[16];
+	char lines[HEAD_LINES][512], text[4608], clock[16];
 	time_t now = (time_t)(st->real_ns / 1000000000u);
 	struct table t;
 	struct tm tm;
