@@ -122,12 +122,17 @@ int live_open(struct sampling_run *r)
 	l->fifo_fd = -1;
 	l->open = true;
 	if (o->fifo) {
-		if (stat(o->fifo, &st) < 0 && errno == ENOENT) {
+		int found = stat(o->fifo, &st);
+
+		if (found < 0 && errno == ENOENT) {
 			if (mkfifo(o->fifo, 0600) < 0) {
 				error("cannot make the control FIFO '%s': %s", o->fifo, strerror(errno));
 				return EXIT_FAIL;
 			}
 			l->fifo_made = true;
+		} else if (found < 0) {
+			error("cannot use the control FIFO '%s': %s", o->fifo, strerror(errno));
+			return EXIT_FAIL;
 		} else if (!S_ISFIFO(st.st_mode)) {
 			error("'%s' is not a FIFO; name a new path for --control fifo:PATH (proftool makes it) "
 			      "or one made with mkfifo", o->fifo);
