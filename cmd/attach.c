@@ -184,7 +184,10 @@ int cmd_attach(int argc, char **argv)
 	pid_t pid = 0;
 	int ret = parse_options(argc, argv, &o, &pid);
 
-	if (ret)
-		return ret < 0 ? EXIT_OK : ret;
-	return attach_process(&o, pid, NULL);
+	if (!ret)
+		ret = attach_process(&o, pid, NULL);
+	else if (ret < 0)
+		ret = EXIT_OK;
+	sampling_opts_release(&o);
+	return ret;
 }

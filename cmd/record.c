@@ -180,7 +180,10 @@ int cmd_record(int argc, char **argv)
 	char **command = NULL;
 	int ret = parse_options(argc, argv, &o, &command);
 
-	if (ret)
-		return ret < 0 ? EXIT_OK : ret;
-	return record_command(&o, command, NULL);
+	if (!ret)
+		ret = record_command(&o, command, NULL);
+	else if (ret < 0)
+		ret = EXIT_OK;
+	sampling_opts_release(&o);
+	return ret;
 }

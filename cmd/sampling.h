@@ -68,6 +68,8 @@ enum {
 extern const char sampling_usage[];
 
 void sampling_opts_init(struct sampling_opts *o);
+/* Frees what parsing allocated (the --control paths). */
+void sampling_opts_release(struct sampling_opts *o);
 /*
  * Handles option C of COMMAND. Returns 0 when handled, 1 when C is not a
  * sampling option, or EXIT_USAGE after printing the error.

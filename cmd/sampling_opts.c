@@ -69,6 +69,13 @@ void sampling_opts_init(struct sampling_opts *o)
 	o->regions = REGIONS_AUTO;
 }
 
+void sampling_opts_release(struct sampling_opts *o)
+{
+	free(o->live.fifo);
+	free(o->live.ack);
+	o->live.fifo = o->live.ack = NULL;
+}
+
 int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const char *command)
 {
 	unsigned long v;

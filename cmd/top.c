@@ -390,8 +390,10 @@ int cmd_top(int argc, char **argv)
 	char *dir = NULL, *slash;
 	int ret = parse_options(argc, argv, &o);
 
-	if (ret)
+	if (ret) {
+		sampling_opts_release(&o.so);
 		return ret < 0 ? EXIT_OK : ret;
+	}
 	o.quiet = o.so.quiet;
 	/* the screen or the log says what the status line would */
 	o.so.quiet = true;
@@ -416,5 +418,6 @@ int cmd_top(int argc, char **argv)
 	top_window_release(&t.rec);
 	free(t.target);
 	free(dir);
+	sampling_opts_release(&o.so);
 	return ret;
 }
