@@ -89,7 +89,8 @@ void profile_add_pause(struct profile *p, uint64_t start_ns, uint64_t end_ns)
 	for (size_t i = 1; i < p->nr_pauses; i++) {
 		struct profile_pause *last = &p->pauses[out];
 
-		if (p->pauses[i].start_ns < last->end_ns) {
+		/* touching too: a pause cut in two by a snapshot is one again when they merge */
+		if (p->pauses[i].start_ns <= last->end_ns) {
 			if (p->pauses[i].end_ns > last->end_ns)
 				last->end_ns = p->pauses[i].end_ns;
 		} else {

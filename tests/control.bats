@@ -290,3 +290,19 @@ EOF
 	rec=
 	[ "$(self f_b u.data)" -gt 0 ]
 }
+
+@test "control: a pause cut by a snapshot is one pause again in the merged parts" {
+	"$PROFTOOL" record --paused -o x.data -- "$PH" a:go_b b:0.3 2>err.txt &
+	rec=$!
+	wait_file in_a
+	kill -USR1 "$rec"
+	wait_text err.txt "wrote x.data.1"
+	kill -USR2 "$rec"
+	wait_text err.txt "resumed at"
+	touch go_b
+	wait "$rec"
+	rec=
+	run "$PROFTOOL" report x.data.1 x.data
+	[[ $output == *"Paused 1 time, "* ]]
+	[ "$(self f_b x.data.1 x.data)" -gt 0 ]
+}
