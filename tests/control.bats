@@ -19,26 +19,6 @@ teardown() {
 	return 0
 }
 
-# wait_file FILE: waits (up to a minute) until FILE exists
-wait_file() {
-	for _ in $(seq 1200); do
-		[ -e "$1" ] && return 0
-		sleep 0.05
-	done
-	echo "$1 never appeared" >&2
-	return 1
-}
-
-# wait_text FILE TEXT: waits (up to a minute) until FILE holds TEXT
-wait_text() {
-	for _ in $(seq 1200); do
-		grep -qF -- "$2" "$1" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	echo "'$2' never appeared in $1: $(cat "$1")" >&2
-	return 1
-}
-
 # samples FILE...: the number of samples in the (merged) profiles
 samples() {
 	"$PROFTOOL" report "$@" | awk '/ samples? over / { print $1; exit }'

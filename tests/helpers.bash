@@ -162,6 +162,26 @@ burn_ticks() {
 	return 1
 }
 
+# wait_file FILE: waits (up to 60 s) until FILE exists
+wait_file() {
+	for _ in $(seq 1200); do
+		[ -e "$1" ] && return 0
+		sleep 0.05
+	done
+	echo "no $1 after 60 s" >&2
+	return 1
+}
+
+# wait_text FILE TEXT: waits (up to 60 s) until FILE holds TEXT
+wait_text() {
+	for _ in $(seq 1200); do
+		grep -qF -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "'$2' never appeared in $1: $(cat "$1" 2>/dev/null)" >&2
+	return 1
+}
+
 # wait_child PARENT COMM: waits (up to 20 s) for a child of PARENT named COMM, prints its pid
 wait_child() {
 	local c

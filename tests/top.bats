@@ -25,16 +25,6 @@ teardown() {
 
 # ---- waiting on files and processes ----
 
-# wait_file FILE: waits (up to 60 s) until FILE exists
-wait_file() {
-	for _ in $(seq 1200); do
-		[ -e "$1" ] && return 0
-		sleep 0.05
-	done
-	echo "no $1 after 60 s" >&2
-	return 1
-}
-
 # wait_gone PID: waits (up to 60 s) until PID has exited (and been reaped, or is a zombie)
 wait_gone() {
 	for _ in $(seq 1200); do
