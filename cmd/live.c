@@ -88,7 +88,7 @@ static void apply(struct sampling_run *r)
 	l->off = off;
 }
 
-static void user_pause(struct sampling_run *r, bool on)
+void live_pause(struct sampling_run *r, bool on)
 {
 	struct live *l = &r->live;
 	uint64_t now = time_mono_ns();
@@ -106,11 +106,6 @@ static void user_pause(struct sampling_run *r, bool on)
 	apply(r);
 	if (!r->o->quiet && !r->tty)
 		error("%s at %.1f s", on ? "paused" : "resumed", (now - r->start_ns) / 1e9);
-}
-
-void live_pause(struct sampling_run *r, bool on)
-{
-	user_pause(r, on);
 }
 
 int live_open(struct sampling_run *r)
@@ -160,7 +155,7 @@ void live_begin(struct sampling_run *r)
 	/* SIGUSR1 may ask for a snapshot at any time: the series is named from the start */
 	snprintf(l->series, sizeof(l->series), "%d-%" PRIu64, (int)getpid(), r->start_real_ns);
 	if (o->paused || o->delay > 0) {
-		user_pause(r, true);
+		live_pause(r, true);
 		/* what was sampled before this (record's exec, attach's enable) is in the pause */
 		l->user_since = r->start_ns;
 		if (!o->paused)
@@ -258,9 +253,9 @@ static void command(struct sampling_run *r, char *line)
 		return;
 	/* perf's words too: enable and disable */
 	if (!strcmp(word, "pause") || !strcmp(word, "disable"))
-		user_pause(r, true);
+		live_pause(r, true);
 	else if (!strcmp(word, "resume") || !strcmp(word, "enable"))
-		user_pause(r, false);
+		live_pause(r, false);
 	else if (!strcmp(word, "snapshot"))
 		snapshot(r, text, sizeof(text));
 	else if (!strcmp(word, "stop"))
@@ -309,10 +304,10 @@ bool live_poll(struct sampling_run *r)
 
 	if (want_toggle) {
 		want_toggle = 0;
-		user_pause(r, !l->user);
+		live_pause(r, !l->user);
 	}
 	if (l->delay_until && now >= l->delay_until) {
-		user_pause(r, false);
+		live_pause(r, false);
 		/* --duration counts from the end of the delay */
 		r->deadline_from = now;
 	}

@@ -354,16 +354,6 @@ static void rebase_sample(struct profile_sample *s, void *arg)
 	s->time_ns = s->time_ns > by ? s->time_ns - by : 0;
 }
 
-static bool not_paused(const struct profile_sample *s, void *arg)
-{
-	const struct profile *p = arg;
-
-	for (size_t i = 0; i < p->nr_pauses; i++)
-		if (s->time_ns >= p->pauses[i].start_ns && s->time_ns < p->pauses[i].end_ns)
-			return false;
-	return true;
-}
-
 /*
  * The profile of the part of the recording since the last snapshot, up to
  * TO, in its own time (since the part began); LAST ends the session.
@@ -379,8 +369,8 @@ static struct profile *build(struct sampling_run *r, uint64_t to, bool last,
 		profile_map_samples(p, rebase_sample, &by);
 	live_add_pauses(r, p, from, to);
 	regions_finish(&r->regions, p, from, to);
-	if (p->nr_pauses)
-		profile_drop_samples(p, not_paused, p);
+	/* the user's spans (regions_finish drops those of the program's pauses too) */
+	profile_drop_paused(p);
 	/* a count read as less than before (an event gone with its task) gives no rate */
 	fill_meta(p, r, from, to, st->count > r->live.count_from ? st->count - r->live.count_from : 0, last);
 	r->live.from = to;

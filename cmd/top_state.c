@@ -140,10 +140,6 @@ static enum top_action edit_key(struct top_ui *ui, int key)
 		if (ui->edit_len)
 			ui->edit[--ui->edit_len] = '\0';
 		return TOP_REDRAW;
-	case TOP_KEY_RESIZE:
-		return TOP_REDRAW;
-	case TOP_KEY_CTRL_L:
-		return TOP_REFRESH;
 	default:
 		if (key < ' ' || key > '~' || ui->edit_len + 1 >= sizeof(ui->edit))
 			return TOP_NONE;
@@ -155,6 +151,11 @@ static enum top_action edit_key(struct top_ui *ui, int key)
 
 enum top_action top_key(struct top_ui *ui, int key)
 {
+	/* the same while a filter is typed */
+	if (key == TOP_KEY_RESIZE)
+		return TOP_REDRAW;
+	if (key == TOP_KEY_CTRL_L)
+		return TOP_REFRESH;
 	if (ui->editing)
 		return edit_key(ui, key);
 	switch (key) {
@@ -182,10 +183,6 @@ enum top_action top_key(struct top_ui *ui, int key)
 			return TOP_NONE;
 		ui->filter[0] = '\0';
 		return TOP_REDRAW;
-	case TOP_KEY_RESIZE:
-		return TOP_REDRAW;
-	case TOP_KEY_CTRL_L:
-		return TOP_REFRESH;
 	default:
 		return TOP_NONE;
 	}

@@ -248,6 +248,9 @@ void profile_add_region(struct profile *p, uint32_t thread, uint32_t node, uint6
 			uint64_t end_ns, uint32_t flags);
 void profile_add_mark(struct profile *p, uint32_t thread, uint32_t name, uint64_t time_ns);
 void profile_add_pause(struct profile *p, uint64_t start_ns, uint64_t end_ns);
+/* Whether time T falls in one of P's paused spans; profile_drop_paused drops the samples that do. */
+bool profile_in_pause(const struct profile *p, uint64_t t);
+void profile_drop_paused(struct profile *p);
 /* Sorts instances by thread then start (outer first), marks by thread then time, pauses by time. */
 void profile_sort_regions(struct profile *p);
 /* "NAME", or "DOMAIN::NAME" outside the default domain, into BUF (N bytes); returns BUF. */

@@ -100,6 +100,33 @@ void profile_add_pause(struct profile *p, uint64_t start_ns, uint64_t end_ns)
 	p->nr_pauses = out + 1;
 }
 
+bool profile_in_pause(const struct profile *p, uint64_t t)
+{
+	size_t lo = 0, hi = p->nr_pauses;
+
+	/* the first span that ends after T (spans are in time order, apart) */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (p->pauses[mid].end_ns <= t)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->nr_pauses && p->pauses[lo].start_ns <= t;
+}
+
+static bool not_paused(const struct profile_sample *s, void *arg)
+{
+	return !profile_in_pause(arg, s->time_ns);
+}
+
+void profile_drop_paused(struct profile *p)
+{
+	if (p->nr_pauses)
+		profile_drop_samples(p, not_paused, p);
+}
+
 static int cmp_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? -1 : a > b;

@@ -224,22 +224,6 @@ static void find_pauses(struct join *j)
 	free(all);
 }
 
-/* Whether relative time T falls in a paused span (pauses in time order, apart). */
-static bool in_pause(const struct profile *p, uint64_t t)
-{
-	size_t lo = 0, hi = p->nr_pauses;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (p->pauses[mid].end_ns <= t)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < p->nr_pauses && p->pauses[lo].start_ns <= t;
-}
-
 static void first_last_samples(struct profile_sample *s, void *arg)
 {
 	struct join *j = arg;
@@ -317,7 +301,7 @@ static void walk_thread(struct join *j, struct key_threads *k, uint64_t last_sam
 	for (size_t e = 0; e < k->nr_ev; e++) {
 		const struct rgn_event *ev = &k->ev[e];
 		uint64_t t = rel(j, ev->time_ns);
-		bool before = ev->time_ns < j->start_ns, paused = in_pause(j->p, t);
+		bool before = ev->time_ns < j->start_ns, paused = profile_in_pause(j->p, t);
 		size_t at, kept;
 
 		last = t;
@@ -420,11 +404,6 @@ static void tag_sample(struct profile_sample *s, void *arg)
 	s->region = lo ? k->t_node[lo - 1] : PROFILE_NONE;
 }
 
-static bool not_paused(const struct profile_sample *s, void *arg)
-{
-	return !in_pause(arg, s->time_ns);
-}
-
 void rgn_join(struct profile *p, struct rgn_set *s, uint64_t start_ns, uint64_t end_ns,
 	      bool (*alive)(int32_t pid))
 {
@@ -445,8 +424,7 @@ void rgn_join(struct profile *p, struct rgn_set *s, uint64_t start_ns, uint64_t 
 			walk_thread(&j, &j.keys[i], j.last_sample[i]);
 	if (p->nr_region_nodes)
 		profile_map_samples(p, tag_sample, &j);
-	if (p->nr_pauses)
-		profile_drop_samples(p, not_paused, p);
+	profile_drop_paused(p);
 	profile_sort_regions(p);
 	st->events += j.events;
 	st->dropped += s->dropped;

@@ -168,6 +168,17 @@ ended_clean() {
 
 # ---- not a terminal: a log ----
 
+# whole_run_in FILE TOTAL: --record's FILE holds TOTAL samples (what the last table counted),
+# the summary line says so, and both phases of the workload are in it
+whole_run_in() {
+	[ "$(pjson "$1" 'len(p["samples"]["thread"])')" -eq "$2" ]
+	[[ "$(cat err.txt)" == "proftool: wrote $1: $2 samples, "* ]]
+	run --separate-stderr "$PROFTOOL" report --format folded "$1"
+	[ "$status" -eq 0 ]
+	at_least "$(self_share f_a <<<"$output")" 10
+	at_least "$(self_share f_b <<<"$output")" 10
+}
+
 # log_phases BACKEND: top -- phases with stdout to a file: f_a leads, then f_b; the log's
 # tables agree with themselves, and --record has all the samples, both phases'
 log_phases() {
@@ -192,12 +203,7 @@ log_phases() {
 	grep -q "; $1 backend; by self time$" log.txt
 	# the whole run is in --record's file: as many samples as the last table counted
 	total=$(awk '{ n = $3 } END { print n }' <<<"$output")
-	[ "$(pjson rec.data 'len(p["samples"]["thread"])')" -eq "$total" ]
-	[[ "$(cat err.txt)" == "proftool: wrote rec.data: $total samples, "* ]]
-	run --separate-stderr "$PROFTOOL" report --format folded rec.data
-	[ "$status" -eq 0 ]
-	at_least "$(self_share f_a <<<"$output")" 10
-	at_least "$(self_share f_b <<<"$output")" 10
+	whole_run_in rec.data "$total"
 }
 
 @test "not on a terminal: a timestamped table per interval, f_a then f_b on top; --record has the whole run (perf)" {
@@ -224,12 +230,7 @@ log_phases() {
 	[ "$status" -eq 0 ]
 	total=$(awk '{ n = $3 } END { print n }' <<<"$output")
 	[ "$total" -gt 300 ]
-	[ "$(pjson rec.data 'len(p["samples"]["thread"])')" -eq "$total" ]
-	[[ "$(cat err.txt)" == "proftool: wrote rec.data: $total samples, "* ]]
-	run --separate-stderr "$PROFTOOL" report --format folded rec.data
-	[ "$status" -eq 0 ]
-	at_least "$(self_share f_a <<<"$output")" 10
-	at_least "$(self_share f_b <<<"$output")" 10
+	whole_run_in rec.data "$total"
 }
 
 @test "top -- COMMAND exits when the command does, with its status" {
