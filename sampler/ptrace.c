@@ -69,6 +69,14 @@ struct task {
 	 * mode stands for the ticks it missed meanwhile too.
 	 */
 	bool late;
+	/*
+	 * Interrupted and not stopped since. Whatever ptrace stop comes first
+	 * answers the interrupt (the kernel clears a pending one at every
+	 * trap): when it is another one (an exec, a fork, a signal), the
+	 * interrupt is asked again, or the thread would go unsampled until
+	 * LATE_EXPIRE_NS.
+	 */
+	bool asked;
 	enum sampler_state late_state;
 	uint32_t late_ticks;
 	uint64_t late_since_ns;
@@ -521,10 +529,11 @@ static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state 
 			uint32_t repeat);
 static bool is_interrupt_stop(int status);
 
+static void handle_stop(struct ptrace_sampler *s, pid_t tid, int status);
+
 static bool handle_status(struct ptrace_sampler *s, pid_t tid, int status, const struct rusage *ru)
 {
-	int event = status >> 16, sig;
-	siginfo_t si;
+	struct task *t;
 
 	if (WIFEXITED(status) || WIFSIGNALED(status)) {
 		on_task_exit(s, tid, status, ru);
@@ -532,18 +541,40 @@ static bool handle_status(struct ptrace_sampler *s, pid_t tid, int status, const
 	}
 	if (!WIFSTOPPED(status))
 		return false;
-	sig = WSTOPSIG(status);
+	t = find_task(s, tid);
+	if (t && t->asked && !is_interrupt_stop(status)) {
+		/* this stop took the place of the interrupt's: ask again once it runs on */
+		handle_stop(s, tid, status);
+		t = find_task(s, tid);
+		if (t && !t->group_stopped && ptrace(PTRACE_INTERRUPT, tid, 0, 0) == 0)
+			return false;
+		if (t)
+			t->asked = t->late = false;
+		return false;
+	}
+	if (t)
+		t->asked = false;
+	handle_stop(s, tid, status);
+	return false;
+}
+
+/* Acts on one ptrace stop of TID and lets the task run on (or listen, in a group-stop). */
+static void handle_stop(struct ptrace_sampler *s, pid_t tid, int status)
+{
+	int event = status >> 16, sig = WSTOPSIG(status);
+	siginfo_t si;
+
 	switch (event) {
 	case PTRACE_EVENT_CLONE:
 	case PTRACE_EVENT_FORK:
 	case PTRACE_EVENT_VFORK:
 		on_new_task(s, tid, event);
 		ptrace(PTRACE_CONT, tid, 0, 0);
-		return false;
+		return;
 	case PTRACE_EVENT_EXEC:
 		on_exec(s, tid);
 		ptrace(PTRACE_CONT, tid, 0, 0);
-		return false;
+		return;
 	case PTRACE_EVENT_STOP:
 		/* group-stop (no siginfo) stays stopped until SIGCONT; any other trap runs on */
 		if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) < 0 && errno == EINVAL &&
@@ -567,14 +598,14 @@ static bool handle_status(struct ptrace_sampler *s, pid_t tid, int status, const
 				ptrace(PTRACE_CONT, tid, 0, 0);
 			}
 		}
-		return false;
+		return;
 	case 0:
 		/* a signal on its way to the task: deliver it */
 		ptrace(PTRACE_CONT, tid, 0, sig);
-		return false;
+		return;
 	default:
 		ptrace(PTRACE_CONT, tid, 0, 0);
-		return false;
+		return;
 	}
 }
 
@@ -680,6 +711,8 @@ static void take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state 
 	struct sampler_rec r;
 	struct task *t = find_task(s, tid);
 
+	if (t)
+		t->asked = false;
 	if (!t || ptrace(PTRACE_GETREGSET, tid, (void *)NT_PRSTATUS, &iov) < 0) {
 		ptrace(PTRACE_CONT, tid, 0, 0);
 		return;
@@ -769,6 +802,8 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 		char st = t ? proc_task_state(t->pid, t->tid, NULL) : 0;
 
 		if (ptrace(PTRACE_INTERRUPT, tids[i], 0, 0) == 0) {
+			if (t || (t = find_task(s, tids[i])))
+				t->asked = true;
 			states[left] = !st ? SAMPLER_STATE_UNKNOWN : st == 'R' ? SAMPLER_STATE_RUNNING :
 				       SAMPLER_STATE_WAITING;
 			tids[left++] = tids[i];
@@ -778,6 +813,8 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 		struct rusage ru;
 		int status;
 		pid_t w = wait4(-1, &status, WNOHANG | __WALL, &ru);
+		struct task *t;
+		bool gone;
 		size_t k;
 
 		if (w <= 0) {
@@ -806,7 +843,9 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 		}
 		if (!find_task(s, w) && w != s->root && (status >> 16) == PTRACE_EVENT_STOP)
 			add_task(s, w, tgid_of(w));
-		if (handle_status(s, w, status, &ru) && k < left) {
+		gone = handle_status(s, w, status, &ru);
+		if (k < left && (gone || !(t = find_task(s, w)) || !t->asked)) {
+			/* gone, or an interrupt that cannot be asked again */
 			tids[k] = tids[--left];
 			states[k] = states[left];
 		}
@@ -874,11 +913,11 @@ static void tick(struct ptrace_sampler *s)
 			continue;
 		if (t->late && now - t->late_since_ns > LATE_EXPIRE_NS) {
 			/*
-			 * The stop never came: another ptrace stop (a fork event, a
-			 * signal) can take the place of a pending interrupt's. Without
-			 * this the thread would never be sampled again.
+			 * The stop never came (a stop that took the interrupt's place
+			 * is answered by asking again, see struct task): a safety net,
+			 * so that a thread is never left unsampled for good.
 			 */
-			t->late = false;
+			t->late = t->asked = false;
 			missed += 1 + t->late_ticks;
 		}
 		if (t->late) {

@@ -41,6 +41,19 @@ teardown() {
 	done
 }
 
+# Any ptrace stop answers a pending interrupt (the kernel clears it at every trap): a thread
+# interrupted just as it forked or exec'd once went unsampled for 200 ms, its samples neither
+# kept nor counted lost (a child exec'd and gone within them: 0.50-0.67 of its CPU time sampled).
+@test "ptrace backend: parent and children forked and exec'd in a loop are sampled for all their CPU time" {
+	record_to s.data --backend ptrace -- "$WORKLOADS_NOFP/spawner" 200 0.1
+	ratio=$(pjson s.data '(len(p["samples"]["thread"]) + p["meta"]["lost"]) / (p["meta"]["cpu_time_ns"] / 1e9 * p["meta"]["freq"])')
+	echo "(kept + lost) / expected = $ratio"
+	near "$ratio" 1 0.12
+	run --separate-stderr "$PROFTOOL" report --format folded s.data
+	[[ "$output" == *"main;parent_between "* ]]
+	[[ "$output" == *"main;child_after_exec "* ]]
+}
+
 @test "ptrace backend follows threads, a forked child and an exec'd child" {
 	record_to t.data --backend ptrace -- "$WORKLOADS_NOFP/threads" 0.4
 	run --separate-stderr "$PROFTOOL" report --per-thread t.data

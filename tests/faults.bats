@@ -167,7 +167,7 @@ start_long_record() {
 	run --separate-stderr "${AS_NOBODY[@]}" "$pub/proftool" report --format folded ptrace.data
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"main;before_exec_work "* ]]
-	[[ "$output" == *"main;inside_setuid_work "* ]]
+	[[ "$output" == *"main;inside_setuid_work "* ]] || { echo "$output"; false; }
 	[[ "$output" == *"main;after_exec_work "* ]]
 	no_temp_files .
 	no_process "^$pub/"
