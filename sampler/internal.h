@@ -38,7 +38,7 @@ void ptrace_sampler_get_stats(struct ptrace_sampler *s, struct sampler_stats *st
 bool ptrace_sampler_reap(struct ptrace_sampler *s, pid_t pid, int *status);
 void ptrace_sampler_close(struct ptrace_sampler *s);
 
-/* ptrace.c: reading a thread in a ptrace-stop, shared with snapshot.c */
+/* ptrace_tick.c, ptrace_events.c: reading a thread in a ptrace-stop, shared with snapshot.c */
 struct user_regs_struct;
 /* perf's x86-64 user register order (mask SAMPLER_PERF_REGS_MASK), which the unwinder expects: R[20] */
 #define SAMPLER_PERF_REGS_MASK 0xff0fffull
