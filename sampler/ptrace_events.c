@@ -53,20 +53,23 @@ void pt_remove_task(struct ptrace_sampler *s, pid_t tid)
 	}
 }
 
-pid_t pt_tgid_of(pid_t tid)
+/* The process thread TID belongs to and that process's parent (/proc); TID and 0 when unknown. */
+static pid_t tgid_of(pid_t tid, pid_t *ppid)
 {
 	char path[64], line[128];
-	pid_t tgid = tid;
+	pid_t tgid = tid, pp = 0;
 	FILE *f;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
 	f = fopen(path, "re");
-	if (!f)
-		return tid;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %d", &tgid) == 1)
-			break;
-	fclose(f);
+	if (f) {
+		while (fgets(line, sizeof(line), f))
+			if (sscanf(line, "Tgid: %d", &tgid) != 1 && sscanf(line, "PPid: %d", &pp) == 1)
+				break;
+		fclose(f);
+	}
+	if (ppid)
+		*ppid = pp;
 	return tgid;
 }
 
@@ -177,24 +180,47 @@ static void on_new_task(struct ptrace_sampler *s, pid_t parent, int event)
 {
 	unsigned long msg = 0;
 	struct task *pt = pt_find_task(s, parent), *t;
+	pid_t child, pid, ppid = pt ? pt->pid : parent;
+	char comm[sizeof(t->comm)] = "";
 	struct sampler_rec r;
-	pid_t child, pid;
 
 	if (ptrace(PTRACE_GETEVENTMSG, parent, 0, &msg) < 0 || !msg)
 		return;
 	child = (pid_t)msg;
-	pid = event == PTRACE_EVENT_CLONE ? pt_tgid_of(child) : child;
+	pid = event == PTRACE_EVENT_CLONE ? tgid_of(child, NULL) : child;
 	if (pt_find_task(s, child))
 		return;
-	t = pt_add_task(s, child, pid);
+	/* adding a task may move the table: what the parent's entry says is read first */
 	if (pt)
-		memcpy(t->comm, pt->comm, sizeof(t->comm));
+		memcpy(comm, pt->comm, sizeof(comm));
+	t = pt_add_task(s, child, pid);
+	memcpy(t->comm, comm, sizeof(t->comm));
 	memset(&r, 0, sizeof(r));
 	r.type = SAMPLER_REC_FORK;
 	r.pid = pid;
 	r.tid = child;
-	r.fork.ppid = pt ? pt->pid : parent;
+	r.fork.ppid = ppid;
 	r.fork.ptid = parent;
+	pt_emit(s, &r);
+}
+
+void pt_add_early_task(struct ptrace_sampler *s, pid_t tid)
+{
+	struct sampler_rec r;
+	pid_t ppid, pid = tgid_of(tid, &ppid);
+
+	/*
+	 * Its maker's event, when it comes, finds it known and says nothing:
+	 * the FORK record goes now, from /proc, so that the process has its
+	 * parent (a thread's maker is not known: its process stands for it).
+	 */
+	pt_add_task(s, tid, pid);
+	memset(&r, 0, sizeof(r));
+	r.type = SAMPLER_REC_FORK;
+	r.pid = pid;
+	r.tid = tid;
+	r.fork.ppid = pid == tid ? ppid : pid;
+	r.fork.ptid = r.fork.ppid;
 	pt_emit(s, &r);
 }
 
@@ -327,10 +353,8 @@ void pt_collect(struct ptrace_sampler *s)
 	pid_t tid;
 
 	while ((tid = wait4(-1, &status, WNOHANG | __WALL, &ru)) > 0) {
-		if (!pt_find_task(s, tid) && tid != s->root && (status >> 16) == PTRACE_EVENT_STOP) {
-			/* a new task's first stop can come before its parent's clone event */
-			pt_add_task(s, tid, pt_tgid_of(tid));
-		}
+		if (!pt_find_task(s, tid) && tid != s->root && (status >> 16) == PTRACE_EVENT_STOP)
+			pt_add_early_task(s, tid);
 		pt_handle_status(s, tid, status, &ru);
 	}
 }

@@ -109,8 +109,8 @@ void pt_emit_lost(struct ptrace_sampler *s, uint64_t count);
 struct task *pt_find_task(struct ptrace_sampler *s, pid_t tid);
 struct task *pt_add_task(struct ptrace_sampler *s, pid_t tid, pid_t pid);
 void pt_remove_task(struct ptrace_sampler *s, pid_t tid);
-/* The process thread TID belongs to (/proc), TID itself when unknown. */
-pid_t pt_tgid_of(pid_t tid);
+/* Adds TID, whose first stop came before its maker's clone or fork event, and announces it. */
+void pt_add_early_task(struct ptrace_sampler *s, pid_t tid);
 struct proc_maps *pt_maps_of(struct ptrace_sampler *s, pid_t pid);
 /* Emits an MMAP record for every executable mapping of PID not seen before (none when QUIET). */
 void pt_refresh_maps(struct ptrace_sampler *s, pid_t pid, bool quiet);

@@ -267,7 +267,7 @@ static void sample_tasks(struct ptrace_sampler *s, pid_t *tids, size_t n)
 			continue;
 		}
 		if (!pt_find_task(s, w) && w != s->root && (status >> 16) == PTRACE_EVENT_STOP)
-			pt_add_task(s, w, pt_tgid_of(w));
+			pt_add_early_task(s, w);
 		gone = pt_handle_status(s, w, status, &ru);
 		if (k < left && (gone || !(t = pt_find_task(s, w)) || !t->asked)) {
 			/* gone, or an interrupt that cannot be asked again */
