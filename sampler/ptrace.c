@@ -339,6 +339,7 @@ static void ptrace_sampler_free(struct ptrace_sampler *s)
 		if (s->tasks[i].schedstat_fd >= 0)
 			close(s->tasks[i].schedstat_fd);
 	free(s->tasks);
+	free(s->early);
 	free(s->stack);
 	free(s->extra);
 	if (s->wake_fd >= 0)

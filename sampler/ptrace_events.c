@@ -188,6 +188,13 @@ static void on_new_task(struct ptrace_sampler *s, pid_t parent, int event)
 		return;
 	child = (pid_t)msg;
 	pid = event == PTRACE_EVENT_CLONE ? tgid_of(child, NULL) : child;
+	for (size_t i = 0; i < s->nr_early; i++) {
+		if (s->early[i] == child) {
+			/* announced at its first stop already; perhaps even gone */
+			s->early[i] = s->early[--s->nr_early];
+			return;
+		}
+	}
 	if (pt_find_task(s, child))
 		return;
 	/* adding a task may move the table: what the parent's entry says is read first */
@@ -210,11 +217,14 @@ void pt_add_early_task(struct ptrace_sampler *s, pid_t tid)
 	pid_t ppid, pid = tgid_of(tid, &ppid);
 
 	/*
-	 * Its maker's event, when it comes, finds it known and says nothing:
-	 * the FORK record goes now, from /proc, so that the process has its
-	 * parent (a thread's maker is not known: its process stands for it).
+	 * Its maker's event, when it comes (perhaps after the task is gone),
+	 * finds it in S->early and says nothing: the FORK record goes now,
+	 * from /proc, so that the process has its parent (a thread's maker is
+	 * not known: its process stands for it).
 	 */
 	pt_add_task(s, tid, pid);
+	ALLOC_GROW(s->early, s->nr_early + 1, s->alloc_early);
+	s->early[s->nr_early++] = tid;
 	memset(&r, 0, sizeof(r));
 	r.type = SAMPLER_REC_FORK;
 	r.pid = pid;

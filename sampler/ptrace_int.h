@@ -96,6 +96,9 @@ struct ptrace_sampler {
 	uint64_t nr_samples, nr_missed;
 	size_t nr_schedstat_fds;
 	uint64_t late_lost;     /* samples of late tasks that exited first; counted at the next tick */
+	/* tasks announced at their first stop, whose maker's event has not come yet (it may outlive them) */
+	pid_t *early;
+	size_t nr_early, alloc_early;
 };
 
 /* ptrace.c: the queue of records for the reader */
