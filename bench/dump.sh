@@ -12,6 +12,8 @@ set -euo pipefail
 export LC_ALL=C
 
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/readme_table.sh
+. bench/readme_table.sh
 ROOT=$PWD
 BUILD=$ROOT/${O:-build}
 PT=$BUILD/proftool
@@ -118,16 +120,4 @@ summarize c60 "60 threads (C, no frame pointers)"
 } >>"$TABLE"
 cat "$TABLE"
 
-if [ "${BENCH_NO_README:-0}" != 1 ]; then
-	if [ -f "$README" ] && grep -q '^<!-- bench-dump:start -->$' "$README" &&
-		grep -q '^<!-- bench-dump:end -->$' "$README"; then
-		awk -v tf="$TABLE" '
-			/^<!-- bench-dump:start -->$/ { print; print "```"; while ((getline l < tf) > 0) print l; print "```"; skip = 1; next }
-			/^<!-- bench-dump:end -->$/ { skip = 0 }
-			!skip { print }' "$README" >"$T/README.new"
-		cat "$T/README.new" >"$README"
-		echo "bench: dump table written to bench/README.md" >&2
-	else
-		echo "bench: bench/README.md has no <!-- bench-dump:start --> / <!-- bench-dump:end --> markers; table not saved" >&2
-	fi
-fi
+save_table dump "$TABLE" "$README"

@@ -11,6 +11,8 @@ set -euo pipefail
 export LC_ALL=C
 
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/readme_table.sh
+. bench/readme_table.sh
 ROOT=$PWD
 BUILD=$ROOT/${O:-build}
 RUNS=${BENCH_RUNS:-5}
@@ -190,16 +192,4 @@ if [ "${#MISSES[@]}" -gt 0 ]; then
 	printf '  - %s\n' "${MISSES[@]}" >&2
 fi
 
-if [ "${BENCH_NO_README:-0}" != 1 ]; then
-	if [ -f "$README" ] && grep -q '^<!-- bench-regions:start -->$' "$README" &&
-		grep -q '^<!-- bench-regions:end -->$' "$README"; then
-		awk -v tf="$TABLE" '
-			/^<!-- bench-regions:start -->$/ { print; print "```"; while ((getline l < tf) > 0) print l; print "```"; skip = 1; next }
-			/^<!-- bench-regions:end -->$/ { skip = 0 }
-			!skip { print }' "$README" >"$T/README.new"
-		cat "$T/README.new" >"$README"
-		echo "bench: regions table written to bench/README.md" >&2
-	else
-		echo "bench: bench/README.md has no <!-- bench-regions:start --> / <!-- bench-regions:end --> markers; table not saved" >&2
-	fi
-fi
+save_table regions "$TABLE" "$README"

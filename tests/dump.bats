@@ -20,16 +20,6 @@ teardown() {
 	return 0
 }
 
-# wait_ready: waits (up to 20 s) until the target has written its pid into 'ready'
-wait_ready() {
-	for _ in $(seq 400); do
-		[ -s ready ] && break
-		kill -0 "$target" 2>/dev/null || { cat target.out >&2; return 1; }
-		sleep 0.05
-	done
-	[ "$(cat ready)" = "$target" ]
-}
-
 # tid_of COMM: the id of the target's thread named COMM
 tid_of() {
 	local t

@@ -162,6 +162,17 @@ burn_ticks() {
 	return 1
 }
 
+# wait_ready: waits (up to 20 s) until the program $target has written its pid into the file
+# 'ready' (its output in target.out is shown if it dies first)
+wait_ready() {
+	for _ in $(seq 400); do
+		[ -s ready ] && break
+		kill -0 "$target" 2>/dev/null || { cat target.out >&2; return 1; }
+		sleep 0.05
+	done
+	[ "$(cat ready)" = "$target" ]
+}
+
 # wait_file FILE: waits (up to 60 s) until FILE exists
 wait_file() {
 	for _ in $(seq 1200); do

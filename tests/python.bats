@@ -382,12 +382,7 @@ check_attach() {
 
 	"$PY" "$PYDIR/attach_target.py" ready stop >target.out 2>&1 &
 	target=$!
-	for _ in $(seq 400); do
-		[ -s ready ] && break
-		kill -0 "$target" 2>/dev/null || { cat target.out >&2; return 1; }
-		sleep 0.05
-	done
-	[ "$(cat ready)" = "$target" ]
+	wait_ready
 	run --separate-stderr "$PROFTOOL" attach -q --duration 2 -o a.data "$target"
 	[ "$status" -eq 0 ] || { echo "attach exited $status: $stderr" >&2; return 1; }
 	# left running, neither stopped nor traced, and still working
