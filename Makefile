@@ -12,6 +12,9 @@ LDLIBS    := -ldw -lelf -ljansson -lz -liberty -lstdc++ -lm -pthread
 # proftool top's full-screen table; the library and its tests do without
 CURSES    := -lncurses
 SANITIZE  :=
+# nothing of proftool's is exported from the binary, so no library's call can bind to it
+# (scripts/check-symbols.sh, make lint-symbols)
+VISIBILITY := -fvisibility=hidden
 
 RT_SRCS   := regions/rt.c regions/itt.c
 LIB_SRCS  := $(wildcard base/*.c profile/*.c sampler/*.c symbolize/*.c report/*.c) \
@@ -48,7 +51,7 @@ BATS      ?= bats
 TESTS     ?= tests/*.bats
 export LC_ALL := C
 
-.PHONY: all deps deps-check consumers check unit bats leaks lint asan demo bench longrun clean fuzz \
+.PHONY: all deps deps-check consumers check unit bats leaks lint lint-symbols asan demo bench longrun clean fuzz \
 	install uninstall
 .DELETE_ON_ERROR:
 
@@ -71,7 +74,7 @@ $(O)/libproftool.a: $(LIB_OBJS)
 
 $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -c -o $@ $<
+	$(CC) $(CPPFLAGS) $(WARNINGS) $(VISIBILITY) $(CFLAGS) $(SANITIZE) -c -o $@ $<
 
 $(O)/tests/unit/%: tests/unit/%.c $(O)/libproftool.a
 	@mkdir -p $(dir $@)
@@ -152,9 +155,14 @@ lint:
 		$(LIB_SRCS) $(RT_SRCS) $(CMD_SRCS) $(wildcard */*.h); then \
 		echo "proftool: banned call above; use snprintf, strtoul with checks, ..." >&2; exit 1; fi
 
+# Symbol hygiene: no name proftool defines is one a library it loads exports.
+lint-symbols: all
+	@scripts/check-symbols.sh $(O)
+
 check: deps-check
 	$(MAKE) lint
 	$(MAKE) all
+	$(MAKE) lint-symbols
 	$(MAKE) unit
 	$(MAKE) bats
 

@@ -139,7 +139,7 @@ int attach_process(struct sampling_opts *o, pid_t pid, const struct sampling_vie
 	 */
 	was_stopped = proc_task_state(pid, pid, NULL) == 'T';
 	if (!was_stopped && kill(pid, SIGSTOP) < 0) {
-		error("cannot stop process %d to attach: %s", (int)pid, strerror(errno));
+		print_error("cannot stop process %d to attach: %s", (int)pid, strerror(errno));
 		live_end(&r);
 		return EXIT_FAIL;
 	}
@@ -152,7 +152,7 @@ int attach_process(struct sampling_opts *o, pid_t pid, const struct sampling_vie
 	r.sampler = nr ? sampling_open(o, &so) : NULL;
 	if (!r.sampler) {
 		if (!nr)
-			error("no such process %d", (int)pid);
+			print_error("no such process %d", (int)pid);
 		if (!was_stopped)
 			kill(pid, SIGCONT);
 		free(tids);

@@ -23,7 +23,7 @@ enum {
 
 /* Prints "proftool: MSG" as one line on stderr. */
 __attribute__((format(printf, 1, 2)))
-void error(const char *fmt, ...);
+void print_error(const char *fmt, ...);
 /* Prints the error and a pointer to COMMAND's help; returns EXIT_USAGE. */
 __attribute__((format(printf, 2, 3)))
 int usage_error(const char *command, const char *fmt, ...);

@@ -49,28 +49,28 @@ static int send(const char *fifo, const char *word)
 	int fd, rfd, ret = EXIT_FAIL;
 
 	if (stat(fifo, &st) < 0) {
-		error("no control FIFO at '%s' (%s); start the recording with --control fifo:%s",
+		print_error("no control FIFO at '%s' (%s); start the recording with --control fifo:%s",
 		      fifo, strerror(errno), fifo);
 		return EXIT_FAIL;
 	}
 	if (!S_ISFIFO(st.st_mode)) {
-		error("'%s' is not a FIFO; name the one given to --control fifo:PATH", fifo);
+		print_error("'%s' is not a FIFO; name the one given to --control fifo:PATH", fifo);
 		return EXIT_FAIL;
 	}
 	fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		if (errno == ENXIO)
-			error("no recording reads '%s': it has ended (or was not started with --control fifo:%s)",
+			print_error("no recording reads '%s': it has ended (or was not started with --control fifo:%s)",
 			      fifo, fifo);
 		else
-			error("cannot open '%s': %s", fifo, strerror(errno));
+			print_error("cannot open '%s': %s", fifo, strerror(errno));
 		return EXIT_FAIL;
 	}
 	if (!tmp || !*tmp || access(tmp, W_OK))
 		tmp = "/tmp";
 	snprintf(dir, sizeof(dir), "%s/proftool-control.XXXXXX", tmp);
 	if (!mkdtemp(dir)) {
-		error("cannot make a directory for the answer in %s: %s; set TMPDIR to a writable one",
+		print_error("cannot make a directory for the answer in %s: %s; set TMPDIR to a writable one",
 		      tmp, strerror(errno));
 		close(fd);
 		return EXIT_FAIL;
@@ -78,7 +78,7 @@ static int send(const char *fifo, const char *word)
 	snprintf(reply, sizeof(reply), "%s/reply", dir);
 	/* read and write: it never reads as ended before the recording has answered */
 	if (mkfifo(reply, 0600) < 0 || (rfd = open(reply, O_RDWR | O_NONBLOCK | O_CLOEXEC)) < 0) {
-		error("cannot make the answer FIFO %s: %s", reply, strerror(errno));
+		print_error("cannot make the answer FIFO %s: %s", reply, strerror(errno));
 		unlink(reply);
 		rmdir(dir);
 		close(fd);
@@ -87,7 +87,7 @@ static int send(const char *fifo, const char *word)
 	/* one write of less than PIPE_BUF bytes: never mixed with another writer's */
 	snprintf(line, sizeof(line), "%s %s\n", word, reply);
 	if (write(fd, line, strlen(line)) != (ssize_t)strlen(line)) {
-		error("cannot write to '%s': %s", fifo, strerror(errno));
+		print_error("cannot write to '%s': %s", fifo, strerror(errno));
 		goto out;
 	}
 	close(fd);
@@ -112,7 +112,7 @@ static int send(const char *fifo, const char *word)
 		}
 		/* no answer yet: is anyone still there to give one? */
 		if (!reader_there(fifo)) {
-			error("the recording ended before it answered '%s'", word);
+			print_error("the recording ended before it answered '%s'", word);
 			goto out;
 		}
 	}
@@ -121,9 +121,9 @@ static int send(const char *fifo, const char *word)
 			printf("%s\n", answer + 4);
 		ret = EXIT_OK;
 	} else if (!strncmp(answer, "error ", 6)) {
-		error("the recording says: %s", answer + 6);
+		print_error("the recording says: %s", answer + 6);
 	} else {
-		error("unexpected answer from the recording: '%.80s'", answer);
+		print_error("unexpected answer from the recording: '%.80s'", answer);
 	}
 out:
 	if (fd >= 0)

@@ -95,7 +95,7 @@ static int do_diff(struct diff_cmd_opts *o)
 	if (!base || !(new = read_profile(o->ro.new_name)))
 		goto done;
 	if (!base->nr_samples || !new->nr_samples) {
-		error("no samples in '%s'; record a longer run or raise -F",
+		print_error("no samples in '%s'; record a longer run or raise -F",
 		      base->nr_samples ? o->ro.new_name : o->ro.base_name);
 		goto done;
 	}

@@ -280,7 +280,7 @@ static int do_dump(const struct dump_opts *o)
 		.hook = py ? sym_python_hook(py) : NULL,
 	}, err, sizeof(err));
 	if (!snap) {
-		error("%s", err);
+		print_error("%s", err);
 		ret = EXIT_FAIL;
 		goto out;
 	}

@@ -105,7 +105,7 @@ void live_pause(struct sampling_run *r, bool on)
 	l->user = on;
 	apply(r);
 	if (!r->o->quiet && !r->tty)
-		error("%s at %.1f s", on ? "paused" : "resumed", (now - r->start_ns) / 1e9);
+		print_error("%s at %.1f s", on ? "paused" : "resumed", (now - r->start_ns) / 1e9);
 }
 
 int live_open(struct sampling_run *r)
@@ -121,22 +121,22 @@ int live_open(struct sampling_run *r)
 
 		if (found < 0 && errno == ENOENT) {
 			if (mkfifo(o->fifo, 0600) < 0) {
-				error("cannot make the control FIFO '%s': %s", o->fifo, strerror(errno));
+				print_error("cannot make the control FIFO '%s': %s", o->fifo, strerror(errno));
 				return EXIT_FAIL;
 			}
 			l->fifo_made = true;
 		} else if (found < 0) {
-			error("cannot use the control FIFO '%s': %s", o->fifo, strerror(errno));
+			print_error("cannot use the control FIFO '%s': %s", o->fifo, strerror(errno));
 			return EXIT_FAIL;
 		} else if (!S_ISFIFO(st.st_mode)) {
-			error("'%s' is not a FIFO; name a new path for --control fifo:PATH (proftool makes it) "
+			print_error("'%s' is not a FIFO; name a new path for --control fifo:PATH (proftool makes it) "
 			      "or one made with mkfifo", o->fifo);
 			return EXIT_FAIL;
 		}
 		/* read and write: the FIFO never reads as ended between two writers */
 		l->fifo_fd = open(o->fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
 		if (l->fifo_fd < 0) {
-			error("cannot open the control FIFO '%s': %s", o->fifo, strerror(errno));
+			print_error("cannot open the control FIFO '%s': %s", o->fifo, strerror(errno));
 			live_end(r);
 			return EXIT_FAIL;
 		}
@@ -261,7 +261,7 @@ static void command(struct sampling_run *r, char *line)
 	else if (!strcmp(word, "stop"))
 		r->live.stop = true;
 	else {
-		error("warning: unknown command '%.64s' on %s (use pause, resume, snapshot or stop)",
+		print_error("warning: unknown command '%.64s' on %s (use pause, resume, snapshot or stop)",
 		      word, r->o->live.fifo);
 		snprintf(text, sizeof(text), "error unknown command '%.64s' (use pause, resume, snapshot or stop)\n",
 			 word);
@@ -284,7 +284,7 @@ static void read_fifo(struct sampling_run *r)
 				if (l->len < sizeof(l->line))
 					command(r, l->line);
 				else
-					error("warning: a command line over %zu bytes on %s was left out",
+					print_error("warning: a command line over %zu bytes on %s was left out",
 					      sizeof(l->line) - 1, r->o->live.fifo);
 				l->len = 0;
 			} else if (l->len < sizeof(l->line)) {
@@ -317,7 +317,7 @@ bool live_poll(struct sampling_run *r)
 		l->program = program;
 		apply(r);
 		if (!r->o->quiet && !r->tty)
-			error("the program %s the recording at %.1f s", program ? "paused" : "resumed",
+			print_error("the program %s the recording at %.1f s", program ? "paused" : "resumed",
 			      (now - r->start_ns) / 1e9);
 	}
 	if (want_snapshot || (l->due && now >= l->due) ||

@@ -46,7 +46,7 @@ static const struct cmd *find_cmd(const char *name)
 
 static void oom(size_t bytes)
 {
-	error("out of memory (allocating %zu bytes)", bytes);
+	print_error("out of memory (allocating %zu bytes)", bytes);
 	exit(EXIT_FAIL);
 }
 
@@ -55,11 +55,11 @@ static int finish(int status)
 {
 	if (fflush(stdout) || ferror(stdout)) {
 		if (errno != EPIPE)
-			error("cannot write the output: %s", strerror(errno ? errno : EIO));
+			print_error("cannot write the output: %s", strerror(errno ? errno : EIO));
 		return status ? status : EXIT_FAIL;
 	}
 	if (fclose(stdout) && errno != EBADF) {
-		error("cannot write the output: %s", strerror(errno));
+		print_error("cannot write the output: %s", strerror(errno));
 		return status ? status : EXIT_FAIL;
 	}
 	return status;

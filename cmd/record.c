@@ -130,7 +130,7 @@ int record_command(struct sampling_opts *o, char **command, const struct samplin
 	sampling_signals(&waitmask);
 	ret = sampler_spawn(&child, command);
 	if (ret < 0) {
-		error("cannot start '%s': %s", command[0], strerror(-ret));
+		print_error("cannot start '%s': %s", command[0], strerror(-ret));
 		regions_release(&r.regions);
 		live_end(&r);
 		free(cmdline);
@@ -156,7 +156,7 @@ int record_command(struct sampling_opts *o, char **command, const struct samplin
 		/* the child exits 127 at once; the sampler (a tracer, maybe) collects it */
 		while (!sampler_reap(r.sampler, child.pid, &st))
 			usleep(1000);
-		error("cannot run '%s': %s", command[0], strerror(-ret));
+		print_error("cannot run '%s': %s", command[0], strerror(-ret));
 		sampler_close(r.sampler);
 		regions_release(&r.regions);
 		live_end(&r);

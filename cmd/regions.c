@@ -131,7 +131,7 @@ int regions_prepare_record(struct regions_run *rr)
 		return 0;
 	rt = find_runtime();
 	if (!rt && rr->mode != REGIONS_AUTO) {
-		error("--regions itt needs the regions runtime libproftool-rt.so, found neither beside "
+		print_error("--regions itt needs the regions runtime libproftool-rt.so, found neither beside "
 		      "proftool nor in ../lib/proftool; reinstall proftool (make install)");
 		return -ENOENT;
 	}
@@ -142,7 +142,7 @@ int regions_prepare_record(struct regions_run *rr)
 	snprintf(rr->dir, n, "%s/proftool-regions.XXXXXX", tmp);
 	/* private to us and the programs we run: mkdtemp makes it 0700 */
 	if (!mkdtemp(rr->dir)) {
-		error("cannot make a directory for region events in %s: %s; set TMPDIR to a writable "
+		print_error("cannot make a directory for region events in %s: %s; set TMPDIR to a writable "
 		      "directory or record with --regions off", tmp, strerror(errno));
 		free(rr->dir);
 		rr->dir = NULL;
@@ -276,12 +276,12 @@ void regions_finish(struct regions_run *rr, struct profile *p, uint64_t start_ns
 	rgn_set_init(&s);
 	ret = rgn_read_dir(&s, rr->dir);
 	if (ret < 0 && ret != -ENOENT)
-		error("warning: cannot read the region events in %s: %s; the profile has no regions",
+		print_error("warning: cannot read the region events in %s: %s; the profile has no regions",
 		      rr->dir, strerror(-ret));
 	if (!rr->own)
 		keep_profiled(&s, p);
 	if (s.bad_files)
-		error("warning: %zu file%s in %s %s not region event files and %s left out", s.bad_files,
+		print_error("warning: %zu file%s in %s %s not region event files and %s left out", s.bad_files,
 		      s.bad_files == 1 ? "" : "s", rr->dir, s.bad_files == 1 ? "is" : "are",
 		      s.bad_files == 1 ? "was" : "were");
 	if (!ret)

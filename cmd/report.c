@@ -368,7 +368,7 @@ static int do_report(struct report_cmd_opts *o)
 	if (!p)
 		return EXIT_FAIL;
 	if (!p->nr_samples && (o->ro.format != REPORT_REGIONS || !p->nr_regions)) {
-		error("no samples in %s%s%s; the profiled command may have been too short: record a longer run or raise -F",
+		print_error("no samples in %s%s%s; the profiled command may have been too short: record a longer run or raise -F",
 		      o->nr_inputs == 1 ? "'" : "the given files", o->nr_inputs == 1 ? o->inputs[0] : "",
 		      o->nr_inputs == 1 ? "'" : "");
 		profile_free(p);
@@ -385,43 +385,43 @@ static int do_report(struct report_cmd_opts *o)
 	profile_free(p);
 	if (ret == -ESRCH) {
 		output_abort(&out);
-		error("no region is named '%s'; 'proftool report --format regions' lists them", o->ro.filter.region);
+		print_error("no region is named '%s'; 'proftool report --format regions' lists them", o->ro.filter.region);
 		return EXIT_FAIL;
 	}
 	if (ret == -ENOMSG) {
 		output_abort(&out);
-		error("the profile has no regions: mark them in the program (<proftool.h>, the proftool "
+		print_error("the profile has no regions: mark them in the program (<proftool.h>, the proftool "
 		      "Python module) and record with --regions auto (the default)");
 		return EXIT_FAIL;
 	}
 	if (ret == -ENXIO) {
 		output_abort(&out);
-		error("no sample's innermost frame is in module '%s'; 'proftool report --format groups --group-by module' lists them", o->ro.filter.module);
+		print_error("no sample's innermost frame is in module '%s'; 'proftool report --format groups --group-by module' lists them", o->ro.filter.module);
 		return EXIT_FAIL;
 	}
 	if (ret == -ENOEXEC) {
 		output_abort(&out);
-		error("--split needs Python frames and the profile has none: record a Python program with --python auto (the default)");
+		print_error("--split needs Python frames and the profile has none: record a Python program with --python auto (the default)");
 		return EXIT_FAIL;
 	}
 	if (ret == -ENODATA && o->ro.by_region) {
 		output_abort(&out);
-		error("no sample was taken inside a region; 'proftool report --format regions' lists them");
+		print_error("no sample was taken inside a region; 'proftool report --format regions' lists them");
 		return EXIT_FAIL;
 	}
 	if (ret == -ENOENT) {
 		output_abort(&out);
-		error("no function matches --match '%s'; '--format table --limit 0' lists them", o->ro.match ? o->ro.match : "");
+		print_error("no function matches --match '%s'; '--format table --limit 0' lists them", o->ro.match ? o->ro.match : "");
 		return EXIT_FAIL;
 	}
 	if (ret == -ENODATA && o->ro.filter.state && !wall) {
 		output_abort(&out);
-		error("--state needs a wall-mode profile, which knows what each thread was doing; record with --mode wall");
+		print_error("--state needs a wall-mode profile, which knows what each thread was doing; record with --mode wall");
 		return EXIT_FAIL;
 	}
 	if (ret == -ENODATA) {
 		output_abort(&out);
-		error("no samples match the --pid/--tid/--comm/--module/--time-range/--state/--region filters; 'proftool report --per-thread' lists the threads");
+		print_error("no samples match the --pid/--tid/--comm/--module/--time-range/--state/--region filters; 'proftool report --per-thread' lists the threads");
 		return EXIT_FAIL;
 	}
 	return output_finish(&out, ret);

@@ -170,13 +170,13 @@ struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 	if (!s && o->backend == BACKEND_AUTO && so->backend == SAMPLER_BACKEND_PERF &&
 	    (errno == EACCES || errno == EPERM || errno == ENOSYS)) {
 		/* said even with -q, which silences only the status line: the profile differs */
-		error("notice: perf_event_open is not permitted here (%s); sampling with ptrace instead",
+		print_error("notice: perf_event_open is not permitted here (%s); sampling with ptrace instead",
 			      errno == ENOSYS ? "blocked by a seccomp filter or missing" : strerror(errno));
 		so->backend = SAMPLER_BACKEND_PTRACE;
 		s = sampler_open(so, err, sizeof(err));
 	}
 	if (!s) {
-		error("%s", err);
+		print_error("%s", err);
 		sym_python_free(o->py);
 		o->py = NULL;
 	}
@@ -402,13 +402,13 @@ int sampling_snapshot(struct sampling_run *r, char *path, size_t n)
 
 	/* a snapshot would take its part away from top's view */
 	if (r->view) {
-		error("top takes no snapshots; --record FILE writes the whole profile when it ends");
+		print_error("top takes no snapshots; --record FILE writes the whole profile when it ends");
 		return EXIT_FAIL;
 	}
 	p = sampling_take(r);
 	snapshot_name(r, r->live.index + 1, path, n);
 	if (profile_write(p, path, err, sizeof(err)) < 0) {
-		error("%s; the snapshot was not saved (the recording goes on)", err);
+		print_error("%s; the snapshot was not saved (the recording goes on)", err);
 		ret = EXIT_FAIL;
 	} else {
 		r->live.index++;
@@ -421,7 +421,7 @@ int sampling_snapshot(struct sampling_run *r, char *path, size_t n)
 		if (!r->o->quiet) {
 			if (r->tty)
 				fputs("\r\033[K", stderr);
-			error("wrote %s: %zu samples, %.2f s (in %.0f ms)", path, profile_nr_samples(p),
+			print_error("wrote %s: %zu samples, %.2f s (in %.0f ms)", path, profile_nr_samples(p),
 			      p->meta.duration_ns / 1e9, (time_mono_ns() - t0) / 1e6);
 		}
 	}
@@ -452,7 +452,7 @@ int sampling_finish(struct sampling_run *r)
 		ret = r->view->end(r, p, r->view->arg);
 		p = NULL;
 	} else if (profile_write(p, o->output, err, sizeof(err)) < 0) {
-		error("%s; the profile was not saved (check the path and free space)", err);
+		print_error("%s; the profile was not saved (check the path and free space)", err);
 		ret = EXIT_FAIL;
 	} else if (!o->quiet) {
 		double cpu = p->meta.cpu_time_ns / 1e9;
@@ -461,7 +461,7 @@ int sampling_finish(struct sampling_run *r)
 
 		profile_count_sampled(p, &nr_procs, &nr_threads);
 		if (!n && !r->live.index)
-			error("warning: no samples were recorded (the target used %.3f s of CPU); "
+			print_error("warning: no samples were recorded (the target used %.3f s of CPU); "
 			      "raise -F or profile a longer run", cpu);
 		fprintf(stderr, "proftool: wrote %s: %zu sample%s, %" PRIu64 " lost, %zu process%s, %zu thread%s, %.2f s",
 			o->output, n, n == 1 ? "" : "s", p->meta.lost, nr_procs,

@@ -199,12 +199,12 @@ int sampling_check_output(const struct sampling_opts *o)
 	if (stat(o->output, &st) == 0 && S_ISFIFO(st.st_mode)) {
 		if (access(o->output, W_OK) == 0)
 			return 0;
-		error("cannot create '%s': %s", o->output, strerror(errno));
+		print_error("cannot create '%s': %s", o->output, strerror(errno));
 		return EXIT_FAIL;
 	}
 	ret = atomic_open(&af, o->output, 0644);
 	if (ret < 0) {
-		error("cannot create '%s': %s", o->output, strerror(-ret));
+		print_error("cannot create '%s': %s", o->output, strerror(-ret));
 		return EXIT_FAIL;
 	}
 	atomic_abort(&af);

@@ -343,14 +343,14 @@ static int write_record(struct top *t)
 	all->meta.series_offset_ns = 0;
 	profile_sort_samples(all);
 	if (profile_write(all, t->opts->record, err, sizeof(err)) < 0) {
-		error("%s; the profile was not saved (check the path and free space)", err);
+		print_error("%s; the profile was not saved (check the path and free space)", err);
 		return EXIT_FAIL;
 	}
 	if (t->opts->quiet)
 		return 0;
 	n = profile_nr_samples(all);
 	profile_count_sampled(all, &procs, &threads);
-	error("wrote %s: %zu sample%s, %" PRIu64 " lost, %zu process%s, %zu thread%s, %.2f s",
+	print_error("wrote %s: %zu sample%s, %" PRIu64 " lost, %zu process%s, %zu thread%s, %.2f s",
 	      t->opts->record, n, n == 1 ? "" : "s", all->meta.lost, procs, procs == 1 ? "" : "es",
 	      threads, threads == 1 ? "" : "s", all->meta.duration_ns / 1e9);
 	return 0;
@@ -376,7 +376,7 @@ static int end(struct sampling_run *r, struct profile *p, void *arg)
 	if (t->opts->record)
 		ret = write_record(t);
 	else if (!t->opts->quiet)
-		error("top ran %.1f s: %" PRIu64 " sample%s, %" PRIu64 " lost", (r->end_ns - r->start_ns) / 1e9,
+		print_error("top ran %.1f s: %" PRIu64 " sample%s, %" PRIu64 " lost", (r->end_ns - r->start_ns) / 1e9,
 		      t->total_samples, t->total_samples == 1 ? "" : "s", t->total_lost);
 	return ret;
 }

@@ -18,7 +18,7 @@
 #include "base/base.h"
 #include "profile/profile.h"
 
-void error(const char *fmt, ...)
+void print_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -111,7 +111,7 @@ struct profile *read_profile(const char *path)
 	struct profile *p = profile_read(path, err, sizeof(err));
 
 	if (!p)
-		error("cannot read '%s': %s%s", path, err, read_hint(errno));
+		print_error("cannot read '%s': %s%s", path, err, read_hint(errno));
 	return p;
 }
 
@@ -126,7 +126,7 @@ int output_open(struct output *o, const char *path)
 		return 0;
 	ret = atomic_open(&o->af, path, 0644);
 	if (ret < 0) {
-		error("cannot create '%s': %s", path, strerror(-ret));
+		print_error("cannot create '%s': %s", path, strerror(-ret));
 		return -1;
 	}
 	o->fp = o->af.fp;
@@ -146,9 +146,9 @@ int output_finish(struct output *o, int ret)
 		atomic_abort(&o->af);
 	if (ret < 0) {
 		if (o->path)
-			error("cannot write '%s': %s", o->path, strerror(-ret));
+			print_error("cannot write '%s': %s", o->path, strerror(-ret));
 		else
-			error("cannot write the output: %s", strerror(-ret));
+			print_error("cannot write the output: %s", strerror(-ret));
 		return EXIT_FAIL;
 	}
 	return EXIT_OK;
@@ -194,20 +194,20 @@ int check_target(pid_t pid, enum target_use use)
 
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
 	if (!state || state == 'Z' || state == 'X') {
-		error("no such process %d; 'ps' lists the running ones", (int)pid);
+		print_error("no such process %d; 'ps' lists the running ones", (int)pid);
 		return EXIT_FAIL;
 	}
 	if (flags & 0x00200000) {	/* PF_KTHREAD */
-		error("process %d is a kernel thread; %s user-space processes", (int)pid,
+		print_error("process %d is a kernel thread; %s user-space processes", (int)pid,
 		      target_uses[use].kthread);
 		return EXIT_FAIL;
 	}
 	if (pid == getpid()) {
-		error("process %d is proftool itself", (int)pid);
+		print_error("process %d is proftool itself", (int)pid);
 		return EXIT_FAIL;
 	}
 	if (kill(pid, 0) < 0 && errno == EPERM) {
-		error("not allowed to %s process %d of another user; run as its owner or as root "
+		print_error("not allowed to %s process %d of another user; run as its owner or as root "
 		      "(%s), and check %s", target_uses[use].verb, (int)pid, target_uses[use].cap,
 		      target_uses[use].sysctls);
 		return EXIT_FAIL;
@@ -221,7 +221,7 @@ int check_target(pid_t pid, enum target_use use)
 	 * fallback that fails too.
 	 */
 	if (!privileged && stat(path, &st) == 0 && st.st_uid != getuid()) {
-		error("not allowed to %s process %d: it runs with privileges you do not have "
+		print_error("not allowed to %s process %d: it runs with privileges you do not have "
 		      "(a setuid program, or one that made itself non-dumpable); run as root (%s)",
 		      target_uses[use].verb, (int)pid, target_uses[use].cap);
 		return EXIT_FAIL;
