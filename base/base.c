@@ -173,6 +173,61 @@ uint32_t idx_next(const struct idx *x, uint64_t hash, size_t *pos)
 	return IDX_NONE;
 }
 
+char *sbuf_grow(struct sbuf *s, size_t n)
+{
+	if (n > s->alloc) {
+		s->buf = xrealloc(s->buf, n);
+		s->alloc = n;
+	}
+	return s->buf;
+}
+
+static const char *sbuf_vprintf(struct sbuf *s, const char *fmt, va_list ap)
+{
+	va_list again;
+	int len;
+
+	va_copy(again, ap);
+	len = vsnprintf(s->buf, s->alloc, fmt, ap);
+	if (len < 0)
+		len = 0;        /* a bad format: an empty string rather than none */
+	else if ((size_t)len >= s->alloc)
+		vsnprintf(sbuf_grow(s, (size_t)len + 1), (size_t)len + 1, fmt, again);
+	va_end(again);
+	if (!s->buf || len == 0)
+		sbuf_grow(s, 1)[0] = '\0';
+	return s->buf;
+}
+
+const char *sbuf_printf(struct sbuf *s, const char *fmt, ...)
+{
+	va_list ap;
+	const char *r;
+
+	va_start(ap, fmt);
+	r = sbuf_vprintf(s, fmt, ap);
+	va_end(ap);
+	return r;
+}
+
+void sbuf_release(struct sbuf *s)
+{
+	free(s->buf);
+	s->buf = NULL;
+	s->alloc = 0;
+}
+
+char *xstrfmt(const char *fmt, ...)
+{
+	struct sbuf s = SBUF_INIT;
+	va_list ap;
+
+	va_start(ap, fmt);
+	sbuf_vprintf(&s, fmt, ap);
+	va_end(ap);
+	return s.buf;
+}
+
 void errbuf_set(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;

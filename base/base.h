@@ -110,6 +110,27 @@ struct strtab {
 uint32_t strtab_intern(struct strtab *t, const char *s);
 void strtab_release(struct strtab *t);
 
+/*
+ * A growable string (git's strbuf in miniature), for text of any length:
+ * sbuf_printf replaces the contents and returns them; the memory is kept
+ * for the next use until sbuf_release.
+ *
+ *	struct sbuf s = SBUF_INIT; ... sbuf_release(&s);
+ */
+struct sbuf {
+	char *buf;              /* NUL-terminated once written; NULL before */
+	size_t alloc;
+};
+#define SBUF_INIT { 0 }
+__attribute__((format(printf, 2, 3)))
+const char *sbuf_printf(struct sbuf *s, const char *fmt, ...);
+/* Makes room for N bytes (the NUL included) and returns the buffer. */
+char *sbuf_grow(struct sbuf *s, size_t n);
+void sbuf_release(struct sbuf *s);
+/* A formatted string to free (git's xstrfmt). */
+__attribute__((format(printf, 1, 2)))
+char *xstrfmt(const char *fmt, ...);
+
 /* Formats a message into a caller's error buffer (perf's strerror-into-buf style); ERR may be NULL. */
 __attribute__((format(printf, 3, 4)))
 void errbuf_set(char *err, size_t errlen, const char *fmt, ...);

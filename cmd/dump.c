@@ -11,6 +11,7 @@
 #include "base/base.h"
 #include "cmd.h"
 #include "profile/profile.h"
+#include "report/report.h"
 #include "sampler/sampler.h"
 #include "symbolize/symbolize.h"
 
@@ -149,9 +150,10 @@ static void print_syscall(FILE *out, long nr)
 	fprintf(out, " in system call %ld", nr);
 }
 
-static void print_heading(FILE *out, const struct sampler_thread *t)
+static void print_heading(FILE *out, struct report_display *d, const struct sampler_thread *t)
 {
-	fprintf(out, "Thread %" PRId32 " (%s) %s", t->tid, t->comm, state_name(t->state));
+	fprintf(out, "Thread %" PRId32 " (%s) %s", t->tid, report_display_str(d, t->comm),
+		state_name(t->state));
 	if (t->syscall >= 0)
 		print_syscall(out, t->syscall);
 	/* the kernel frames, when printed, say where it waits */
@@ -178,11 +180,12 @@ static void print_frame(FILE *out, const struct profile *p, uint32_t node)
 		fprintf(out, "    %s (%s)\n", f->name, f->module);
 }
 
-static void print_thread(FILE *out, const struct profile *p, const struct sampler_thread *t)
+static void print_thread(FILE *out, struct report_display *d, const struct profile *p,
+			 const struct sampler_thread *t)
 {
 	uint32_t leaf = PROFILE_NONE;
 
-	print_heading(out, t);
+	print_heading(out, d, t);
 	for (const char *k = t->kernel_stack; k && *k; k += strcspn(k, "\n") + 1)
 		fprintf(out, "    [kernel] %.*s\n", (int)strcspn(k, "\n"), k);
 	if (t->outcome != SAMPLER_THREAD_SAMPLED)
@@ -227,12 +230,15 @@ static void print_cost(FILE *out, const struct sampler_snapshot *snap)
 	free(held);
 }
 
-static void print_dump(FILE *out, const struct dump_opts *o, const struct profile *p,
+/* Names print as reports print them: bytes that are not UTF-8 as \xNN (report_display_init). */
+static void print_dump(FILE *out, const struct dump_opts *o, const struct profile *raw,
 		       const struct sampler_snapshot *snap)
 {
 	char *cmdline = target_cmdline(o->pid);
+	struct report_display d;
+	const struct profile *p = report_display_init(&d, raw);
 
-	fprintf(out, "Process %d: %s\n", (int)o->pid, cmdline);
+	fprintf(out, "Process %d: %s\n", (int)o->pid, report_display_str(&d, cmdline));
 	free(cmdline);
 	for (size_t i = 0; i < p->meta.nr_pythons; i++) {
 		const struct profile_python *py = &p->meta.pythons[i];
@@ -251,8 +257,9 @@ static void print_dump(FILE *out, const struct dump_opts *o, const struct profil
 		if (t->outcome == SAMPLER_THREAD_GONE && t->state != 'Z')
 			continue;
 		fputc('\n', out);
-		print_thread(out, p, t);
+		print_thread(out, &d, p, t);
 	}
+	report_display_release(&d);
 }
 
 static int feed(const struct sampler_rec *rec, void *arg)

@@ -177,16 +177,20 @@ static void head(char lines[HEAD_LINES][512], const struct profile *p, const str
 		 ui->per_thread ? ", per thread" : "", filter);
 }
 
-void top_print(FILE *out, const struct profile *p, const struct top_status *st,
+void top_print(FILE *out, const struct profile *raw, const struct top_status *st,
 	       const struct top_ui *ui, size_t limit)
 {
 	char lines[HEAD_LINES][512], text[4608], when[64];
+	struct report_display d;
+	const struct profile *p = report_display_init(&d, raw);
+	struct top_status shown = *st;
 	time_t secs = (time_t)(st->real_ns / 1000000000u);
 	struct table t;
 	struct tm tm;
 	size_t rows;
 
-	head(lines, p, st, ui);
+	shown.target = report_display_str(&d, st->target);
+	head(lines, p, &shown, ui);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime_r(&secs, &tm));
 	fprintf(out, "proftool top at %s, %.1f s in: %s\n%s\n%s\n", when, st->elapsed, lines[0],
 		lines[1], lines[2]);
@@ -204,6 +208,7 @@ void top_print(FILE *out, const struct profile *p, const struct top_status *st,
 	fputc('\n', out);
 	fflush(out);
 	free(t.rows);
+	report_display_release(&d);
 }
 
 /* ---- the terminal ---- */
@@ -334,16 +339,20 @@ static void put(int y, const char *text, attr_t attr)
 	}
 }
 
-void top_screen_draw(struct top_screen *s, const struct profile *p, const struct top_status *st,
+void top_screen_draw(struct top_screen *s, const struct profile *raw, const struct top_status *st,
 		     const struct top_ui *ui)
 {
 	char lines[HEAD_LINES][512], text[4608], clock[16];
+	struct report_display d;
+	const struct profile *p = report_display_init(&d, raw);
+	struct top_status shown = *st;
 	time_t now = (time_t)(st->real_ns / 1000000000u);
 	struct table t;
 	struct tm tm;
 	int y = 0;
 
-	head(lines, p, st, ui);
+	shown.target = report_display_str(&d, st->target);
+	head(lines, p, &shown, ui);
 	erase();
 	snprintf(text, sizeof(text), "proftool top - %s", lines[0]);
 	put(y, text, A_BOLD);
@@ -378,6 +387,7 @@ void top_screen_draw(struct top_screen *s, const struct profile *p, const struct
 		clearok(curscr, TRUE);
 	s->touch = false;
 	refresh();
+	report_display_release(&d);
 }
 
 void top_screen_close(struct top_screen *s)

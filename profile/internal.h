@@ -18,6 +18,39 @@ void zput_int(struct zout *z, int64_t v, bool first);
 /* A count of the meta as the file holds it: a JSON integer, so at most INT64_MAX. */
 json_int_t profile_count_int(uint64_t v);
 
+/* ---- strings.c: building the file's JSON, strings of any bytes ---- */
+
+/*
+ * A string whose bytes are not all UTF-8 is stored as {"$bytes": T}, T its
+ * text_bytes_encode() form (base/text.h); a file that has one is of
+ * PROFILE_VERSION_BYTES, so that an older reader says it is newer rather
+ * than corrupt. The reader turns them back before anything else reads.
+ */
+#define PROFILE_BYTES_KEY "$bytes"
+#define PROFILE_VERSION_PLAIN 1
+#define PROFILE_VERSION_BYTES 2
+
+/*
+ * Building the file's JSON with every jansson call checked: the jb_
+ * calls note the first failure (out of memory) in FAILED instead of
+ * leaving a value out, so that a file is written whole or not at all.
+ */
+struct jbuild {
+	bool failed;            /* some value could not be made or added */
+	bool bytes;             /* some string was stored as {"$bytes": ...} */
+};
+/* Checks a value made by jansson (json_array(), json_pack(), ...): returns V. */
+json_t *jb_new(struct jbuild *b, json_t *v);
+/* S as a JSON string, {"$bytes": ...} when S is not UTF-8, null when S is NULL. */
+json_t *jb_str(struct jbuild *b, const char *s);
+json_t *jb_int(struct jbuild *b, json_int_t v);
+/* Adds V (taken, even on failure; NULL is a failure) to array A, or as KEY of object O. */
+void jb_append(struct jbuild *b, json_t *a, json_t *v);
+void jb_set(struct jbuild *b, json_t *o, const char *key, json_t *v);
+
+/* Turns every {"$bytes": T} below ROOT into the string it stands for; -1 when one is malformed. */
+int profile_json_decode_bytes(json_t *root);
+
 /* ---- read.c: checking a file's tables ---- */
 struct reader {
 	char *err;
@@ -38,8 +71,8 @@ const char *reader_str_at(struct reader *r, json_t *a, size_t i, bool nullable, 
 
 /* ---- regions.c: the region tables in the file ---- */
 /* meta.regions, the regions' tables (names, nodes, pauses) as JSON; NULL when there are none. */
-json_t *profile_regions_meta_to_json(const struct profile_meta *m);
-json_t *profile_regions_tables_to_json(const struct profile *p);
+json_t *profile_regions_meta_to_json(struct jbuild *b, const struct profile_meta *m);
+json_t *profile_regions_tables_to_json(struct jbuild *b, const struct profile *p);
 /* The instance and mark columns, streamed after the tables: ",\"region_instances\":{...}..." */
 void profile_regions_write_columns(struct zout *z, const struct profile *p);
 void profile_regions_read_meta(struct profile *p, json_t *meta);

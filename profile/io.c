@@ -11,123 +11,131 @@
 
 #include "base/atomic.h"
 
-static json_t *jstr(const char *s)
-{
-	return s ? json_string(s) : json_null();
-}
-
 json_int_t profile_count_int(uint64_t v)
 {
 	return v > INT64_MAX ? INT64_MAX : (json_int_t)v;
 }
 
-static json_t *pythons_to_json(const struct profile_meta *m)
+static json_t *pythons_to_json(struct jbuild *b, const struct profile_meta *m)
 {
-	json_t *a = json_array();
+	json_t *a = jb_new(b, json_array());
 
 	for (size_t i = 0; i < m->nr_pythons; i++) {
 		const struct profile_python *py = &m->pythons[i];
-		json_t *misses = json_array();
+		json_t *misses = jb_new(b, json_array());
 
 		for (size_t j = 0; j < py->nr_misses; j++)
-			json_array_append_new(misses, json_pack("{s:s, s:I}", "reason", py->misses[j].reason,
-								"count", profile_count_int(py->misses[j].count)));
-		json_array_append_new(a, json_pack("{s:s, s:o, s:o, s:I, s:I, s:o}",
-						   "interpreter", py->interpreter,
-						   "version", jstr(py->version),
-						   "unsupported", jstr(py->unsupported),
-						   "samples", profile_count_int(py->samples),
-						   "with_frames", profile_count_int(py->with_frames),
-						   "misses", misses));
+			jb_append(b, misses, jb_new(b, json_pack("{s:o, s:I}",
+					"reason", jb_str(b, py->misses[j].reason),
+					"count", profile_count_int(py->misses[j].count))));
+		jb_append(b, a, jb_new(b, json_pack("{s:o, s:o, s:o, s:I, s:I, s:o}",
+						    "interpreter", jb_str(b, py->interpreter),
+						    "version", jb_str(b, py->version),
+						    "unsupported", jb_str(b, py->unsupported),
+						    "samples", profile_count_int(py->samples),
+						    "with_frames", profile_count_int(py->with_frames),
+						    "misses", misses)));
 	}
 	return a;
 }
 
-static json_t *meta_to_json(const struct profile_meta *m, size_t nr_samples)
+static json_t *meta_to_json(struct jbuild *b, const struct profile_meta *m, size_t nr_samples)
 {
-	json_t *stops = json_array(), *meta;
+	json_t *stops = jb_new(b, json_array()), *meta;
 
 	for (size_t i = 0; i < m->nr_stops; i++)
-		json_array_append_new(stops, json_pack("{s:s, s:o, s:I}", "reason", m->stops[i].reason,
-							"module", jstr(m->stops[i].module),
-							"count", (json_int_t)m->stops[i].count));
-	meta = json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
-			 "tool_version", jstr(m->tool_version),
-			 "command", jstr(m->command),
-			 "event", jstr(m->event),
-			 "callgraph", jstr(m->callgraph),
-			 "mode", jstr(m->mode),
-			 "backend", jstr(m->backend),
-			 "host", jstr(m->host),
-			 "kernel", jstr(m->kernel),
-			 "freq", (json_int_t)m->freq,
-			 "period_ns", (json_int_t)m->period_ns,
-			 "start_real_ns", (json_int_t)m->start_real_ns,
-			 "duration_ns", (json_int_t)m->duration_ns,
-			 "lost", (json_int_t)m->lost,
-			 "cpu_time_ns", (json_int_t)m->cpu_time_ns,
-			 "exit_status", (json_int_t)m->exit_status,
-			 "samples", (json_int_t)nr_samples);
-	json_object_set_new(meta, "unwind_stops", stops);
-	json_object_set_new(meta, "python", pythons_to_json(m));
-	json_object_set_new(meta, "regions", profile_regions_meta_to_json(m));
+		jb_append(b, stops, jb_new(b, json_pack("{s:o, s:o, s:I}",
+							"reason", jb_str(b, m->stops[i].reason),
+							"module", jb_str(b, m->stops[i].module),
+							"count", (json_int_t)m->stops[i].count)));
+	meta = jb_new(b, json_pack("{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+				   "tool_version", jb_str(b, m->tool_version),
+				   "command", jb_str(b, m->command),
+				   "event", jb_str(b, m->event),
+				   "callgraph", jb_str(b, m->callgraph),
+				   "mode", jb_str(b, m->mode),
+				   "backend", jb_str(b, m->backend),
+				   "host", jb_str(b, m->host),
+				   "kernel", jb_str(b, m->kernel),
+				   "freq", (json_int_t)m->freq,
+				   "period_ns", (json_int_t)m->period_ns,
+				   "start_real_ns", (json_int_t)m->start_real_ns,
+				   "duration_ns", (json_int_t)m->duration_ns,
+				   "lost", (json_int_t)m->lost,
+				   "cpu_time_ns", (json_int_t)m->cpu_time_ns,
+				   "exit_status", (json_int_t)m->exit_status,
+				   "samples", (json_int_t)nr_samples));
+	jb_set(b, meta, "unwind_stops", stops);
+	jb_set(b, meta, "python", pythons_to_json(b, m));
+	jb_set(b, meta, "regions", profile_regions_meta_to_json(b, m));
 	if (m->series)
-		json_object_set_new(meta, "snapshot", json_pack("{s:s, s:I, s:I}", "series", m->series,
-								 "index", (json_int_t)m->snapshot,
-								 "offset_ns", (json_int_t)m->series_offset_ns));
+		jb_set(b, meta, "snapshot", jb_new(b, json_pack("{s:o, s:I, s:I}",
+								"series", jb_str(b, m->series),
+								"index", (json_int_t)m->snapshot,
+								"offset_ns", (json_int_t)m->series_offset_ns)));
 	return meta;
 }
 
+/* The tables as JSON; NULL when some value could not be made. */
 static json_t *build_json(const struct profile *p)
 {
-	json_t *root = json_object();
-	json_t *fname = json_array(), *fmod = json_array(), *ffile = json_array(), *fline = json_array();
-	json_t *lfunc = json_array(), *lline = json_array();
-	json_t *sparent = json_array(), *sloc = json_array();
-	json_t *procs = json_array(), *threads = json_array(), *regions;
+	struct jbuild jb = { 0 }, *b = &jb;
+	json_t *root = jb_new(b, json_object());
+	json_t *fname = jb_new(b, json_array()), *fmod = jb_new(b, json_array());
+	json_t *ffile = jb_new(b, json_array()), *fline = jb_new(b, json_array());
+	json_t *lfunc = jb_new(b, json_array()), *lline = jb_new(b, json_array());
+	json_t *sparent = jb_new(b, json_array()), *sloc = jb_new(b, json_array());
+	json_t *procs = jb_new(b, json_array()), *threads = jb_new(b, json_array()), *regions;
 
-	json_object_set_new(root, "format", json_string(PROFILE_FORMAT));
-	json_object_set_new(root, "version", json_integer(PROFILE_VERSION));
-	json_object_set_new(root, "meta", meta_to_json(&p->meta, profile_nr_samples(p)));
+	jb_set(b, root, "format", jb_new(b, json_string(PROFILE_FORMAT)));
+	jb_set(b, root, "version", jb_int(b, PROFILE_VERSION_PLAIN));
+	jb_set(b, root, "meta", meta_to_json(b, &p->meta, profile_nr_samples(p)));
 	for (size_t i = 0; i < p->nr_funcs; i++) {
-		json_array_append_new(fname, json_string(p->funcs[i].name));
-		json_array_append_new(fmod, json_string(p->funcs[i].module));
-		json_array_append_new(ffile, jstr(p->funcs[i].file));
-		json_array_append_new(fline, json_integer(p->funcs[i].line));
+		jb_append(b, fname, jb_str(b, p->funcs[i].name));
+		jb_append(b, fmod, jb_str(b, p->funcs[i].module));
+		jb_append(b, ffile, jb_str(b, p->funcs[i].file));
+		jb_append(b, fline, jb_int(b, p->funcs[i].line));
 	}
-	json_object_set_new(root, "functions", json_pack("{s:o, s:o, s:o, s:o}", "name", fname,
-							   "module", fmod, "file", ffile, "line", fline));
+	jb_set(b, root, "functions", jb_new(b, json_pack("{s:o, s:o, s:o, s:o}", "name", fname,
+							  "module", fmod, "file", ffile, "line", fline)));
 	for (size_t i = 0; i < p->nr_locs; i++) {
-		json_array_append_new(lfunc, json_integer(p->locs[i].func));
-		json_array_append_new(lline, json_integer(p->locs[i].line));
+		jb_append(b, lfunc, jb_int(b, p->locs[i].func));
+		jb_append(b, lline, jb_int(b, p->locs[i].line));
 	}
-	json_object_set_new(root, "locations", json_pack("{s:o, s:o}", "function", lfunc, "line", lline));
+	jb_set(b, root, "locations", jb_new(b, json_pack("{s:o, s:o}", "function", lfunc, "line", lline)));
 	for (size_t i = 0; i < p->nr_stacks; i++) {
 		uint32_t par = p->stacks[i].parent;
 
-		json_array_append_new(sparent, json_integer(par == PROFILE_NONE ? -1 : (json_int_t)par));
-		json_array_append_new(sloc, json_integer(p->stacks[i].loc));
+		jb_append(b, sparent, jb_int(b, par == PROFILE_NONE ? -1 : (json_int_t)par));
+		jb_append(b, sloc, jb_int(b, p->stacks[i].loc));
 	}
-	json_object_set_new(root, "stacks", json_pack("{s:o, s:o}", "parent", sparent, "location", sloc));
+	jb_set(b, root, "stacks", jb_new(b, json_pack("{s:o, s:o}", "parent", sparent, "location", sloc)));
 	for (size_t i = 0; i < p->nr_procs; i++) {
 		const struct profile_process *pr = &p->procs[i];
 
-		json_array_append_new(procs, json_pack("{s:i, s:i, s:s, s:o}", "pid", pr->pid,
-						       "ppid", pr->ppid, "comm", pr->comm,
-						       "cmdline", jstr(pr->cmdline)));
+		jb_append(b, procs, jb_new(b, json_pack("{s:i, s:i, s:o, s:o}", "pid", pr->pid,
+							"ppid", pr->ppid, "comm", jb_str(b, pr->comm),
+							"cmdline", jb_str(b, pr->cmdline))));
 	}
-	json_object_set_new(root, "processes", procs);
+	jb_set(b, root, "processes", procs);
 	for (size_t i = 0; i < p->nr_threads; i++) {
 		const struct profile_thread *t = &p->threads[i];
 
-		json_array_append_new(threads, json_pack("{s:i, s:I, s:s}", "tid", t->tid,
-							 "process", (json_int_t)t->process,
-							 "comm", t->comm));
+		jb_append(b, threads, jb_new(b, json_pack("{s:i, s:I, s:o}", "tid", t->tid,
+							  "process", (json_int_t)t->process,
+							  "comm", jb_str(b, t->comm))));
 	}
-	json_object_set_new(root, "threads", threads);
-	regions = profile_regions_tables_to_json(p);
+	jb_set(b, root, "threads", threads);
+	regions = profile_regions_tables_to_json(b, p);
 	if (regions)
-		json_object_set_new(root, "regions", regions);
+		jb_set(b, root, "regions", regions);
+	/* a file without byte strings stays readable by the proftool that wrote version 1 */
+	if (b->bytes)
+		jb_set(b, root, "version", jb_int(b, PROFILE_VERSION_BYTES));
+	if (b->failed) {
+		json_decref(root);
+		return NULL;
+	}
 	return root;
 }
 
@@ -261,7 +269,8 @@ int profile_write(const struct profile *p, const char *path, char *err, size_t e
 		return ret;
 	}
 	root = build_json(p);
-	tables = json_dumps(root, JSON_COMPACT);
+	/* the tables are whole before anything is created: a failure leaves no file behind */
+	tables = root ? json_dumps(root, JSON_COMPACT) : NULL;
 	json_decref(root);
 	if (!tables) {
 		errbuf_set(err, errlen, "cannot encode the profile");

@@ -28,7 +28,8 @@
 
 #define PROFILE_NONE UINT32_MAX
 #define PROFILE_FORMAT "proftool-profile"
-#define PROFILE_VERSION 1
+/* The newest version this proftool reads (a file without byte strings is written as 1). */
+#define PROFILE_VERSION 2
 /* The module of a Python function: one the interpreter ran, read from its frames. */
 #define PROFILE_MODULE_PYTHON "[python]"
 

@@ -434,7 +434,9 @@ struct profile *profile_read_mem(const void *buf, size_t len, char *err, size_t 
 		goto out;
 	}
 	p = profile_new();
-	if (!json_is_object(json_object_get(root, "meta"))) {
+	if (profile_json_decode_bytes(root) < 0) {
+		reader_bad(&r, "a byte string is malformed");
+	} else if (!json_is_object(json_object_get(root, "meta"))) {
 		reader_bad(&r, "field 'meta' is missing");
 	} else {
 		read_meta(p, json_object_get(root, "meta"));

@@ -251,11 +251,11 @@ static bool has_regions(const struct profile *p)
 	return p->nr_region_names || p->nr_pauses || s->events || s->dropped || s->torn;
 }
 
-json_t *profile_regions_meta_to_json(const struct profile_meta *m)
+json_t *profile_regions_meta_to_json(struct jbuild *b, const struct profile_meta *m)
 {
 	const struct profile_region_stats *s = &m->regions;
 
-	return json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	return jb_new(b, json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			 "events", profile_count_int(s->events),
 			 "dropped", profile_count_int(s->dropped),
 			 "torn", profile_count_int(s->torn),
@@ -263,41 +263,39 @@ json_t *profile_regions_meta_to_json(const struct profile_meta *m)
 			 "open_at_exit", profile_count_int(s->open_at_exit),
 			 "open_at_end", profile_count_int(s->open_at_end),
 			 "open_at_start", profile_count_int(s->open_at_start),
-			 "paused", profile_count_int(s->paused));
+			 "paused", profile_count_int(s->paused)));
 }
 
-json_t *profile_regions_tables_to_json(const struct profile *p)
+json_t *profile_regions_tables_to_json(struct jbuild *b, const struct profile *p)
 {
-	json_t *dom = json_array(), *name = json_array(), *par = json_array(), *nname = json_array();
-	json_t *ps = json_array(), *pe = json_array();
+	json_t *dom, *name, *par, *nname, *ps, *pe;
 
-	if (!has_regions(p)) {
-		json_decref(dom);
-		json_decref(name);
-		json_decref(par);
-		json_decref(nname);
-		json_decref(ps);
-		json_decref(pe);
+	if (!has_regions(p))
 		return NULL;
-	}
+	dom = jb_new(b, json_array());
+	name = jb_new(b, json_array());
+	par = jb_new(b, json_array());
+	nname = jb_new(b, json_array());
+	ps = jb_new(b, json_array());
+	pe = jb_new(b, json_array());
 	for (size_t i = 0; i < p->nr_region_names; i++) {
-		json_array_append_new(dom, json_string(p->region_names[i].domain));
-		json_array_append_new(name, json_string(p->region_names[i].name));
+		jb_append(b, dom, jb_str(b, p->region_names[i].domain));
+		jb_append(b, name, jb_str(b, p->region_names[i].name));
 	}
 	for (size_t i = 0; i < p->nr_region_nodes; i++) {
 		uint32_t pa = p->region_nodes[i].parent;
 
-		json_array_append_new(par, json_integer(pa == PROFILE_NONE ? -1 : (json_int_t)pa));
-		json_array_append_new(nname, json_integer(p->region_nodes[i].name));
+		jb_append(b, par, jb_int(b, pa == PROFILE_NONE ? -1 : (json_int_t)pa));
+		jb_append(b, nname, jb_int(b, p->region_nodes[i].name));
 	}
 	for (size_t i = 0; i < p->nr_pauses; i++) {
-		json_array_append_new(ps, json_integer((json_int_t)p->pauses[i].start_ns));
-		json_array_append_new(pe, json_integer((json_int_t)p->pauses[i].end_ns));
+		jb_append(b, ps, jb_int(b, (json_int_t)p->pauses[i].start_ns));
+		jb_append(b, pe, jb_int(b, (json_int_t)p->pauses[i].end_ns));
 	}
-	return json_pack("{s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o}}",
-			 "names", "domain", dom, "name", name,
-			 "nodes", "parent", par, "name", nname,
-			 "pauses", "start_ns", ps, "end_ns", pe);
+	return jb_new(b, json_pack("{s:{s:o, s:o}, s:{s:o, s:o}, s:{s:o, s:o}}",
+				   "names", "domain", dom, "name", name,
+				   "nodes", "parent", par, "name", nname,
+				   "pauses", "start_ns", ps, "end_ns", pe));
 }
 
 /* Instances and marks can number millions: written column by column as text, not built in jansson. */

@@ -163,14 +163,15 @@ static void begin_event(FILE *out, size_t *nr_events)
 static void write_slices(FILE *out, const struct profile *p, const struct timeline *tl,
 			 int64_t pid, int32_t tid, size_t *nr_events)
 {
+	struct sbuf label = SBUF_INIT;
+
 	for (size_t i = 0; i < tl->nr; i++) {
 		const struct slice *sl = &tl->slices[i];
 		const struct profile_func *f = &p->funcs[sl->func];
-		char label[4096];
 
 		begin_event(out, nr_events);
 		fputs("\"ph\":\"X\",\"name\":", out);
-		report_json_string(out, report_func_name(f, label, sizeof(label)));
+		report_json_string(out, report_func_name_sb(&label, f));
 		fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId32 ",\"ts\":%" PRIu64
 			",\"dur\":%" PRIu64 ",\"args\":{", pid, tid, us(sl->start_ns),
 			us(sl->end_ns) - us(sl->start_ns));
@@ -183,6 +184,7 @@ static void write_slices(FILE *out, const struct profile *p, const struct timeli
 		report_json_string(out, f->module);
 		fputs("}}", out);
 	}
+	sbuf_release(&label);
 }
 
 /* ---- the regions of one thread ---- */
@@ -238,11 +240,13 @@ static void write_regions(FILE *out, const struct profile *p, const struct repor
 			  size_t from, size_t to, double *reader_end, const size_t *marks,
 			  size_t nr_marks, int64_t pid, int64_t tid, size_t *nr_events)
 {
+	struct sbuf label = SBUF_INIT;
+
 	for (size_t i = from; i < to; i++) {
 		const struct report_span *s = &spans[i];
 		const struct profile_region *r = &p->regions[s->region];
 		const struct profile_region_name *nm = &p->region_names[p->region_nodes[r->node].name];
-		char ts[32], dur[32], end[32], label[1024];
+		char ts[32], dur[32], end[32];
 		double bound;
 		char *path = report_region_path_dup(p, r->node);
 		uint64_t d;
@@ -257,8 +261,7 @@ static void write_regions(FILE *out, const struct profile *p, const struct repor
 		fmt_us(dur, sizeof(dur), d);
 		begin_event(out, nr_events);
 		fputs("\"ph\":\"X\",\"name\":", out);
-		report_json_string(out, profile_region_label(p, p->region_nodes[r->node].name, label,
-							     sizeof(label)));
+		report_json_string(out, report_region_label_sb(&label, p, p->region_nodes[r->node].name));
 		fputs(",\"cat\":", out);
 		report_json_string(out, *nm->domain ? nm->domain : "region");
 		fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":%s,\"dur\":%s,\"args\":{\"path\":",
@@ -272,16 +275,17 @@ static void write_regions(FILE *out, const struct profile *p, const struct repor
 	for (size_t i = 0; i < nr_marks; i++) {
 		const struct profile_mark *m = &p->marks[marks[i]];
 		const struct profile_region_name *nm = &p->region_names[m->name];
-		char ts[32], label[1024];
+		char ts[32];
 
 		fmt_us(ts, sizeof(ts), m->time_ns);
 		begin_event(out, nr_events);
 		fputs("\"ph\":\"i\",\"s\":\"t\",\"name\":", out);
-		report_json_string(out, profile_region_label(p, m->name, label, sizeof(label)));
+		report_json_string(out, report_region_label_sb(&label, p, m->name));
 		fputs(",\"cat\":", out);
 		report_json_string(out, *nm->domain ? nm->domain : "region");
 		fprintf(out, ",\"pid\":%" PRId64 ",\"tid\":%" PRId64 ",\"ts\":%s}", pid, tid, ts);
 	}
+	sbuf_release(&label);
 }
 
 /* ---- the file ---- */

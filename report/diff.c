@@ -170,14 +170,14 @@ static struct flame_stack *merge_stacks(const struct profile *const pr[2], size_
 	return st;
 }
 
-int report_write_diff(FILE *out, const struct profile *base, const struct profile *new,
+static int write_diff(FILE *out, const struct profile *base, const struct profile *new,
 		      const struct report_diff_opts *o)
 {
 	const struct profile *const pr[2] = { base, new };
 	struct report_folded *lines[2];
 	struct flame_input in = { 0 };
 	struct flame_stack *st;
-	char subtitle[512];
+	char *subtitle = NULL;
 	size_t nr[2], n;
 	int ret = 0;
 
@@ -205,8 +205,9 @@ int report_write_diff(FILE *out, const struct profile *base, const struct profil
 			in.total += st[i].count;
 			in.base_total += st[i].base_count;
 		}
-		snprintf(subtitle, sizeof(subtitle), "%s (%" PRIu64 " samples) against %s (%" PRIu64
-			 " samples): red grew, blue shrank", o->new_name, in.total, o->base_name, in.base_total);
+		subtitle = xstrfmt("%s (%" PRIu64 " samples) against %s (%" PRIu64
+				   " samples): red grew, blue shrank", o->new_name, in.total, o->base_name,
+				   in.base_total);
 		in.title = "Differential flame graph";
 		in.subtitle = subtitle;
 		in.period_ns = new->meta.period_ns;
@@ -215,8 +216,26 @@ int report_write_diff(FILE *out, const struct profile *base, const struct profil
 		in.diff = true;
 		ret = report_write_flame(out, &in, o->format == REPORT_HTML);
 	}
+	free(subtitle);
 	free(st);
 	report_folded_free(lines[0], nr[0]);
 	report_folded_free(lines[1], nr[1]);
+	return ret;
+}
+
+int report_write_diff(FILE *out, const struct profile *base, const struct profile *new,
+		      const struct report_diff_opts *raw_opts)
+{
+	struct report_display d[2];
+	struct report_diff_opts o = *raw_opts;
+	int ret;
+
+	base = report_display_init(&d[0], base);
+	new = report_display_init(&d[1], new);
+	o.base_name = report_display_str(&d[0], o.base_name);
+	o.new_name = report_display_str(&d[1], o.new_name);
+	ret = write_diff(out, base, new, &o);
+	report_display_release(&d[1]);
+	report_display_release(&d[0]);
 	return ret;
 }

@@ -375,23 +375,19 @@ static const char *const state_names[PROFILE_STATE_NR] = {
 };
 
 const char *report_group_label(const struct report_groups *g, const struct profile *p, size_t row,
-			       size_t k, char *buf, size_t n)
+			       size_t k, struct sbuf *s)
 {
 	uint32_t v = g->rows[row].value[k];
 
 	switch (g->by.keys[k]) {
 	case REPORT_GROUP_PROCESS:
-		snprintf(buf, n, "%s (pid %d)", p->procs[v].comm ? p->procs[v].comm : "",
-			 (int)p->procs[v].pid);
-		break;
+		return sbuf_printf(s, "%s (pid %d)", p->procs[v].comm ? p->procs[v].comm : "",
+				   (int)p->procs[v].pid);
 	case REPORT_GROUP_STATE:
-		snprintf(buf, n, "%s", v < PROFILE_STATE_NR ? state_names[v] : "unknown");
-		break;
+		return v < PROFILE_STATE_NR ? state_names[v] : "unknown";
 	default:
-		snprintf(buf, n, "%s", g->names.str[v]);
-		break;
+		return g->names.str[v];
 	}
-	return buf;
 }
 
 struct sort_ctx {

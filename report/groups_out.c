@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/text.h"
 #include "model.h"
 #include "report.h"
 
@@ -28,7 +29,8 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 {
 	struct report_groups g;
 	size_t width[REPORT_GROUP_NR] = { 0 }, rows;
-	char ns[48], label[512];
+	char ns[48];
+	struct sbuf label = SBUF_INIT;
 
 	report_groups_build(&g, p, &o->group_by, keep);
 	report_groups_sort(&g, p, o->group_sort);
@@ -36,7 +38,7 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 	for (size_t k = 0; k < g.by.nr; k++) {
 		width[k] = strlen(report_group_key_name(g.by.keys[k]));
 		for (size_t r = 0; r < rows; r++) {
-			size_t w = strlen(report_group_label(&g, p, r, k, label, sizeof(label)));
+			size_t w = strlen(report_group_label(&g, p, r, k, &label));
 
 			if (w > width[k])
 				width[k] = w < KEY_WIDTH_MAX ? w : KEY_WIDTH_MAX;
@@ -63,12 +65,13 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 		fputs(" ", out);
 		for (size_t k = 0; k < g.by.nr; k++)
 			fprintf(out, k ? "  %-*s" : " %-*s", k + 1 < g.by.nr ? (int)width[k] : 0,
-				report_group_label(&g, p, r, k, label, sizeof(label)));
+				report_group_label(&g, p, r, k, &label));
 		fputc('\n', out);
 	}
 	if (rows < g.nr)
 		fprintf(out, "... %zu more group%s (--limit 0 shows all)\n", g.nr - rows,
 			g.nr - rows == 1 ? "" : "s");
+	sbuf_release(&label);
 	report_groups_release(&g);
 }
 
@@ -96,10 +99,10 @@ void report_write_split_line(FILE *out, const struct profile *p, const bool *kee
 
 /* ---- json ---- */
 
-/* jansson takes only UTF-8: a name that is not has its bad bytes replaced. */
+/* jansson takes only UTF-8: a name that is not (report_display_init makes them printable) is escaped. */
 static json_t *str(const char *s)
 {
-	char *clean = report_utf8_clean(s);
+	char *clean = text_printable(s);
 	json_t *j = json_string(clean ? clean : s);
 
 	free(clean);
@@ -116,7 +119,7 @@ struct json_t *report_groups_json(const struct profile *p, const struct report_g
 {
 	struct report_groups g;
 	json_t *j = json_object(), *keys = json_array(), *rows = json_array();
-	char label[512];
+	struct sbuf label = SBUF_INIT;
 
 	report_groups_build(&g, p, by, keep);
 	report_groups_sort(&g, p, REPORT_SORT_TOTTIME);
@@ -128,7 +131,7 @@ struct json_t *report_groups_json(const struct profile *p, const struct report_g
 
 		for (size_t k = 0; k < g.by.nr; k++) {
 			json_object_set_new(row, report_group_key_name(g.by.keys[k]),
-					    str(report_group_label(&g, p, r, k, label, sizeof(label))));
+					    str(report_group_label(&g, p, r, k, &label)));
 			if (g.by.keys[k] == REPORT_GROUP_PROCESS)
 				json_object_set_new(row, "pid", json_integer(p->procs[x->value[k]].pid));
 		}
@@ -147,6 +150,7 @@ struct json_t *report_groups_json(const struct profile *p, const struct report_g
 	json_object_set_new(j, "native_samples", u64(g.split[REPORT_PY_NATIVE]));
 	json_object_set_new(j, "outside_python_samples", u64(g.split[REPORT_PY_OUTSIDE]));
 	json_object_set_new(j, "rows", rows);
+	sbuf_release(&label);
 	report_groups_release(&g);
 	return j;
 }

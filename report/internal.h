@@ -17,17 +17,11 @@
 /* ---- text.c: shared by the writers ---- */
 
 /*
- * Length of the well-formed UTF-8 sequence at S (RFC 3629: no overlong
- * forms, no surrogates, nothing above U+10FFFF), 0 when there is none.
+ * S escaped for the inside of a JSON string; with the quotes. The profile
+ * a writer gets is printable already (report_display_init); a byte that
+ * is still not UTF-8 is written "\\xNN" all the same, as text_printable()
+ * writes it.
  */
-size_t report_utf8_len(const unsigned char *s);
-/*
- * Names come from symbol tables and may hold any byte. NULL when S is
- * valid UTF-8; otherwise a copy (the caller frees) with each byte that
- * does not start a well-formed sequence replaced by U+FFFD.
- */
-char *report_utf8_clean(const char *s);
-/* S escaped for the inside of a JSON string (invalid UTF-8 as U+FFFD); with the quotes. */
 void report_json_chars(FILE *out, const char *s);
 void report_json_string(FILE *out, const char *s);
 

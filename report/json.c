@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/text.h"
 #include "internal.h"
 #include "model.h"
 
@@ -22,7 +23,7 @@
 #define REPORT_JSON_VERSION 1
 #define TIMER_FORMAT_VERSION "0.1.0"
 
-/* jansson takes only UTF-8: a name that is not has its bad bytes replaced. */
+/* jansson takes only UTF-8: a name that is not (report_display_init makes them printable) is escaped. */
 static json_t *str(const char *s)
 {
 	char *clean;
@@ -30,7 +31,7 @@ static json_t *str(const char *s)
 
 	if (!s)
 		return json_null();
-	clean = report_utf8_clean(s);
+	clean = text_printable(s);
 	j = json_string(clean ? clean : s);
 	free(clean);
 	return j ? j : json_string("?");
@@ -296,11 +297,12 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 	for (size_t i = 0; i < nr_fs; i++) {
 		const struct profile_func *f = &p->funcs[fs[i].func];
 		json_t *j = json_object();
-		char label[4096];
+		struct sbuf label = SBUF_INIT;
 
 		fid[fs[i].func] = i;
 		json_object_set_new(j, "id", json_integer((json_int_t)i));
-		json_object_set_new(j, "name", str(report_func_name(f, label, sizeof(label))));
+		json_object_set_new(j, "name", str(report_func_name_sb(&label, f)));
+		sbuf_release(&label);
 		json_object_set_new(j, "module", str(f->module));
 		json_object_set_new(j, "file", str(f->file));
 		json_object_set_new(j, "line", f->line ? json_integer(f->line) : json_null());
@@ -436,47 +438,80 @@ static bool *parallel_nodes(const struct profile *p, const bool *keep, const str
 	return par;
 }
 
+/* Whether KEY is one of the keys taken so far (KEYS, indexed by USED). */
+static bool key_taken(char **keys, const struct idx *used, const char *key, uint64_t h)
+{
+	size_t pos = 0;
+	uint32_t j;
+
+	while ((j = idx_next(used, h, &pos)) != IDX_NONE)
+		if (!strcmp(keys[j], key))
+			return true;
+	return false;
+}
+
 /*
  * The keys of node ID's children: the function name, with the module added
- * when two siblings share a name, and a counter if even that clashes.
- * Returns an array of t->nr_kids[id] strings, the caller's to free.
+ * when two siblings share a name, and a number if even that clashes
+ * ("name (module) #2", #3, ... in order). Names are whole, whatever their
+ * length, and every attempt makes a new key: a name's numbers go up from
+ * where its last clash left them, so N siblings of one name take O(N)
+ * steps. Returns an array of t->nr_kids[id] strings, the caller's to free.
  */
 static char **child_keys(const struct profile *p, const struct report_tree *t, uint32_t id)
 {
 	uint32_t n = id == PROFILE_NONE ? t->nr_roots : t->nr_kids[id];
 	const uint32_t *kids = id == PROFILE_NONE ? t->roots : t->kids[id];
 	char **keys = xcalloc(n + 1, sizeof(*keys));
-	struct idx used = { 0 };
+	/* per "name (module)" that clashed: the last number given, as in next[] */
+	char **bases = NULL;
+	unsigned *next = NULL;
+	size_t nr_bases = 0, alloc_bases = 0, alloc_next = 0;
+	struct idx used = IDX_INIT, base_idx = IDX_INIT;
+	struct sbuf label = SBUF_INIT;
 
 	for (uint32_t k = 0; k < n; k++) {
 		const struct profile_func *f = &p->funcs[t->nodes[kids[k]].func];
-		const char *mod = f->module ? f->module : "?";
-		char buf[1024], label[1024];
-		const char *name = report_func_name(f, label, sizeof(label));
+		const char *name = report_func_name_sb(&label, f);
+		char *key = xstrdup(name), *base;
+		uint64_t h = hash_str(key, 0), bh;
+		size_t pos = 0, b;
 
-		for (unsigned attempt = 0;; attempt++) {
-			uint64_t h;
-			size_t pos = 0;
-			uint32_t j;
-			bool clash = false;
-
-			if (attempt == 0)
-				snprintf(buf, sizeof(buf), "%s", name);
-			else if (attempt == 1)
-				snprintf(buf, sizeof(buf), "%s (%s)", name, mod);
-			else
-				snprintf(buf, sizeof(buf), "%s (%s) #%u", name, mod, attempt);
-			h = hash_str(buf, 0);
-			while (!clash && (j = idx_next(&used, h, &pos)) != IDX_NONE)
-				clash = !strcmp(keys[j], buf);
-			if (!clash) {
-				keys[k] = xstrdup(buf);
-				idx_insert(&used, h, k);
-				break;
+		if (key_taken(keys, &used, key, h)) {
+			free(key);
+			base = xstrfmt("%s (%s)", name, f->module ? f->module : "?");
+			bh = hash_str(base, 0);
+			key = xstrdup(base);
+			h = bh;
+			if (key_taken(keys, &used, key, h)) {
+				while ((b = idx_next(&base_idx, bh, &pos)) != IDX_NONE && strcmp(bases[b], base))
+					;
+				if (b == IDX_NONE) {
+					ALLOC_GROW(bases, nr_bases + 1, alloc_bases);
+					ALLOC_GROW(next, nr_bases + 1, alloc_next);
+					b = nr_bases++;
+					bases[b] = xstrdup(base);
+					next[b] = 1;
+					idx_insert(&base_idx, bh, (uint32_t)b);
+				}
+				do {
+					free(key);
+					key = xstrfmt("%s #%u", base, ++next[b]);
+					h = hash_str(key, 0);
+				} while (key_taken(keys, &used, key, h));
 			}
+			free(base);
 		}
+		keys[k] = key;
+		idx_insert(&used, h, k);
 	}
+	for (size_t b = 0; b < nr_bases; b++)
+		free(bases[b]);
+	free(bases);
+	free(next);
+	idx_release(&base_idx);
 	idx_release(&used);
+	sbuf_release(&label);
 	return keys;
 }
 
@@ -667,14 +702,15 @@ static void region_timers(struct rtimers *rt, const struct profile *p, const str
 	rt->count[n] = 1;
 	for (size_t x = 0; x < n; x++) {
 		uint32_t par = p->region_nodes[x].parent;
-		char label[1024];
+		struct sbuf label = SBUF_INIT;
 
 		if (!rt->shown[x])
 			continue;
 		par = par == PROFILE_NONE ? (uint32_t)n : par;
 		rt->nr_kids[par]++;
 		kid_total[par] += rt->total_ns[x];
-		rt->key[x] = xstrdup(profile_region_label(p, p->region_nodes[x].name, label, sizeof(label)));
+		rt->key[x] = xstrdup(report_region_label_sb(&label, p, p->region_nodes[x].name));
+		sbuf_release(&label);
 	}
 	for (size_t x = 0; x <= n; x++) {
 		/* ML-Agents' self: the total less the children's, never below zero */

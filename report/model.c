@@ -378,6 +378,50 @@ const char *report_func_name(const struct profile_func *f, char *buf, size_t n)
 	return buf;
 }
 
+const char *report_func_label_sb(struct sbuf *s, const struct profile_func *f)
+{
+	size_t len = report_func_label(f, s->buf, s->alloc);
+
+	if (len >= s->alloc) {
+		sbuf_grow(s, len + 1);
+		report_func_label(f, s->buf, s->alloc);
+	}
+	return s->buf;
+}
+
+const char *report_loc_label_sb(struct sbuf *s, const struct profile *p, uint32_t loc)
+{
+	size_t len = report_loc_label(p, loc, s->buf, s->alloc);
+
+	if (len >= s->alloc) {
+		sbuf_grow(s, len + 1);
+		report_loc_label(p, loc, s->buf, s->alloc);
+	}
+	return s->buf;
+}
+
+const char *report_row_label_sb(struct sbuf *s, const struct profile *p,
+				const struct report_func_stat *st)
+{
+	if (st->loc != PROFILE_NONE)
+		return report_loc_label_sb(s, p, st->loc);
+	return report_func_label_sb(s, &p->funcs[st->func]);
+}
+
+const char *report_func_name_sb(struct sbuf *s, const struct profile_func *f)
+{
+	return profile_func_is_python(f) ? report_func_label_sb(s, f) : f->name;
+}
+
+const char *report_region_label_sb(struct sbuf *s, const struct profile *p, uint32_t name)
+{
+	const struct profile_region_name *e = &p->region_names[name];
+
+	if (*e->domain)
+		return sbuf_printf(s, "%s::%s", e->domain, e->name);
+	return e->name;
+}
+
 const char **report_func_names(const struct profile *p)
 {
 	const char **names = xmalloc(st_mult(p->nr_funcs + 1, sizeof(*names)));
@@ -410,24 +454,28 @@ void report_func_names_free(const struct profile *p, const char **names)
 
 bool report_func_matches(const struct profile_func *f, const regex_t *re)
 {
-	char label[4096];
+	struct sbuf label = SBUF_INIT;
+	bool match;
 
 	if (!regexec(re, f->name, 0, NULL, 0))
 		return true;
-	return profile_func_is_python(f) &&
-	       !regexec(re, report_func_name(f, label, sizeof(label)), 0, NULL, 0);
+	match = profile_func_is_python(f) && !regexec(re, report_func_name_sb(&label, f), 0, NULL, 0);
+	sbuf_release(&label);
+	return match;
 }
 
 bool report_row_matches(const struct profile *p, const struct report_func_stat *st, const regex_t *re)
 {
-	char label[4096];
+	struct sbuf label = SBUF_INIT;
+	bool match;
 
 	if (report_func_matches(&p->funcs[st->func], re))
 		return true;
 	if (st->loc == PROFILE_NONE)
 		return false;
-	report_loc_label(p, st->loc, label, sizeof(label));
-	return !regexec(re, label, 0, NULL, 0);
+	match = !regexec(re, report_loc_label_sb(&label, p, st->loc), 0, NULL, 0);
+	sbuf_release(&label);
+	return match;
 }
 
 bool report_any_match(const struct profile *p, const bool *keep, const char *match, bool by_line)

@@ -59,6 +59,19 @@ const char *report_func_name(const struct profile_func *f, char *buf, size_t n);
 const char **report_func_names(const struct profile *p);
 void report_func_names_free(const struct profile *p, const char **names);
 
+/*
+ * The labels above, whole whatever their length, in S (reused from call to
+ * call; sbuf_release it at the end): return S's text, or for a name that
+ * is printed as it is, the name itself.
+ */
+const char *report_func_label_sb(struct sbuf *s, const struct profile_func *f);
+const char *report_func_name_sb(struct sbuf *s, const struct profile_func *f);
+const char *report_loc_label_sb(struct sbuf *s, const struct profile *p, uint32_t loc);
+const char *report_row_label_sb(struct sbuf *s, const struct profile *p,
+				const struct report_func_stat *st);
+/* profile_region_label(), whole. */
+const char *report_region_label_sb(struct sbuf *s, const struct profile *p, uint32_t name);
+
 /* Whether RE (compiled with REG_NOSUB) matches F's name, or a Python function's label. */
 bool report_func_matches(const struct profile_func *f, const regex_t *re);
 
@@ -118,9 +131,7 @@ bool *report_threads_matching(const struct profile *p, const struct report_filte
 
 /* ---- regions.c: region paths and their statistics ---- */
 
-/* "outer/inner" (names as profile_region_label gives them) into BUF; returns the whole length. */
-size_t report_region_path(const struct profile *p, uint32_t node, char *buf, size_t n);
-/* The same, whole, in a string to free. */
+/* "outer/inner" (names as profile_region_label gives them), whole, in a string to free. */
 char *report_region_path_dup(const struct profile *p, uint32_t node);
 
 /*
@@ -388,11 +399,11 @@ const char *report_group_key_name(enum report_group_key key);
 /*
  * The value of key K (an index into g->by.keys) of row ROW: a module,
  * process or thread name, "COMM (pid P)" for a process, "on-cpu",
- * "off-cpu" or "unknown" for a state. Into BUF (N bytes, truncated);
- * returns BUF.
+ * "off-cpu" or "unknown" for a state, whole: in S (reused) or a string of
+ * the profile's.
  */
 const char *report_group_label(const struct report_groups *g, const struct profile *p, size_t row,
-			       size_t k, char *buf, size_t n);
+			       size_t k, struct sbuf *s);
 /* The module of function F as the groups and --module name it ("[unknown]" when it has none). */
 const char *report_func_module(const struct profile_func *f);
 

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "base/base.h"
+#include "base/text.h"
 #include "model.h"
 
 /* Field numbers of profile.proto, by message. */
@@ -570,13 +571,13 @@ static void name_regions(struct pprof *pp)
 	pp->region_name = xcalloc(p->nr_region_nodes + 1, sizeof(*pp->region_name));
 	for (size_t i = 0; i < pp->nr_samples; i++) {
 		uint32_t r = pp->samples[i].region;
-		char label[1024];
+		struct sbuf label = SBUF_INIT;
 
 		if (r == PROFILE_NONE || pp->region_path[r])
 			continue;
 		pp->region_path[r] = report_region_path_dup(p, r);
-		pp->region_name[r] = xstrdup(profile_region_label(p, p->region_nodes[r].name, label,
-								  sizeof(label)));
+		pp->region_name[r] = xstrdup(report_region_label_sb(&label, p, p->region_nodes[r].name));
+		sbuf_release(&label);
 		intern(pp, "region");
 		intern(pp, "region_name");
 		pp->has_regions = true;
@@ -641,8 +642,8 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 	put_locations(&pp, z, &m, &sub);
 	put_functions(&pp, z, &m);
 	for (size_t i = 0; i < pp.str.nr; i++) {
-		/* protobuf strings must be UTF-8; symbol names need not be */
-		char *clean = report_utf8_clean(pp.str.str[i]);
+		/* protobuf strings must be UTF-8: the names are printable already, the rest escaped */
+		char *clean = text_printable(pp.str.str[i]);
 		const char *s = clean ? clean : pp.str.str[i];
 
 		pb_bytes(&m, PB_PROFILE_STRING_TABLE, s, strlen(s));

@@ -16,32 +16,47 @@
 
 /* ---- naming ---- */
 
-size_t report_region_path(const struct profile *p, uint32_t node, char *buf, size_t n)
+/*
+ * Region node NODE's path, outermost first, whatever its depth and names'
+ * lengths: each name after PREFIX, SEP between them (FOLDED: the folded
+ * format's separators inside names made harmless). A string to free.
+ */
+static char *region_path(const struct profile *p, uint32_t node, const char *prefix, const char *sep,
+			 bool folded)
 {
-	uint32_t chain[256];
-	size_t depth = 0, len = 0;
+	uint32_t *chain = NULL;
+	size_t depth = 0, alloc = 0, len;
+	struct sbuf label = SBUF_INIT;
+	char *buf = NULL;
+	FILE *m;
 
-	for (uint32_t a = node; a != PROFILE_NONE && depth < ARRAY_SIZE(chain); a = p->region_nodes[a].parent)
+	for (uint32_t a = node; a != PROFILE_NONE; a = p->region_nodes[a].parent) {
+		ALLOC_GROW(chain, depth + 1, alloc);
 		chain[depth++] = a;
-	if (n)
-		buf[0] = '\0';
-	while (depth--) {
-		char label[1024];
-
-		profile_region_label(p, p->region_nodes[chain[depth]].name, label, sizeof(label));
-		len += (size_t)snprintf(buf + (len < n ? len : n), len < n ? n - len : 0, "%s%s",
-					len ? "/" : "", label);
 	}
-	return len;
+	m = open_memstream(&buf, &len);
+	if (!m)
+		xmalloc(SIZE_MAX);	/* reports out of memory */
+	while (depth--) {
+		const char *name = report_region_label_sb(&label, p, p->region_nodes[chain[depth]].name);
+
+		fputs(prefix, m);
+		/* the separators of the folded format, as report_folded_lines makes them harmless */
+		for (const char *c = name; *c; c++)
+			fputc(!folded ? *c : *c == ';' ? ':' : (*c == '\n' || *c == '\r') ? ' ' : *c, m);
+		if (depth)
+			fputs(sep, m);
+	}
+	if (fclose(m))
+		xmalloc(SIZE_MAX);
+	sbuf_release(&label);
+	free(chain);
+	return buf;
 }
 
 char *report_region_path_dup(const struct profile *p, uint32_t node)
 {
-	size_t len = report_region_path(p, node, NULL, 0);
-	char *buf = xmalloc(len + 1);
-
-	report_region_path(p, node, buf, len + 1);
-	return buf;
+	return region_path(p, node, "", "/", false);
 }
 
 /* Whether node N's own name is COMP (LEN bytes): its name, or DOMAIN::NAME. */
@@ -645,30 +660,5 @@ struct report_span *report_region_spans(const struct profile *p, const bool *sho
 
 char *report_region_frames(const struct profile *p, uint32_t node)
 {
-	char *buf = NULL;
-	size_t len = 0, depth = 0, alloc = 0;
-	uint32_t *chain = NULL;
-	FILE *m;
-
-	for (uint32_t a = node; a != PROFILE_NONE; a = p->region_nodes[a].parent) {
-		ALLOC_GROW(chain, depth + 1, alloc);
-		chain[depth++] = a;
-	}
-	m = open_memstream(&buf, &len);
-	if (!m)
-		xmalloc(SIZE_MAX);	/* reports out of memory */
-	while (depth--) {
-		char label[1024];
-
-		profile_region_label(p, p->region_nodes[chain[depth]].name, label, sizeof(label));
-		fputs(REPORT_REGION_FRAME, m);
-		/* the separators of the folded format, as report_folded_lines makes them harmless */
-		for (const char *c = label; *c; c++)
-			fputc(*c == ';' ? ':' : (*c == '\n' || *c == '\r') ? ' ' : *c, m);
-		if (depth)
-			fputc(';', m);
-	}
-	fclose(m);
-	free(chain);
-	return buf;
+	return region_path(p, node, REPORT_REGION_FRAME, ";", true);
 }

@@ -124,7 +124,7 @@ static int check_opts(const struct profile *p, const struct report_opts *o)
 	return 0;
 }
 
-int report_write(FILE *out, const struct profile *p, const struct report_opts *opts)
+static int write_report(FILE *out, const struct profile *p, const struct report_opts *opts)
 {
 	struct report_opts grouped;
 	const struct report_opts *o = opts;
@@ -191,7 +191,7 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 				has[o->per_thread ? t : p->threads[t].process] = true;
 		}
 		for (size_t x = 0; x < nr; x++) {
-			char title[256];
+			char *title;
 			uint64_t n;
 			bool *k;
 
@@ -201,12 +201,11 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 				const struct profile_thread *th = &p->threads[x];
 
 				k = report_select_samples(p, &o->filter, x, PROFILE_NONE, &n);
-				snprintf(title, sizeof(title), "%s (pid %d, tid %d)", th->comm,
-					 (int)p->procs[th->process].pid, (int)th->tid);
+				title = xstrfmt("%s (pid %d, tid %d)", th->comm,
+						(int)p->procs[th->process].pid, (int)th->tid);
 			} else {
 				k = report_select_samples(p, &o->filter, PROFILE_NONE, x, &n);
-				snprintf(title, sizeof(title), "%s (pid %d)", p->procs[x].comm,
-					 (int)p->procs[x].pid);
+				title = xstrfmt("%s (pid %d)", p->procs[x].comm, (int)p->procs[x].pid);
 			}
 			if (o->format != REPORT_FOLDED)
 				fprintf(out, "\n=== %s === %" PRIu64 " samples (%.1f%%)\n", title, n,
@@ -214,6 +213,7 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 			/* callers/callees: fine as long as some section had a match */
 			if (!write_section(out, p, o, k, title))
 				any = true;
+			free(title);
 			free(k);
 		}
 		free(has);
@@ -222,5 +222,26 @@ int report_write(FILE *out, const struct profile *p, const struct report_opts *o
 	free(keep);
 	if (ferror(out))
 		ret = -EIO;
+	return ret;
+}
+
+int report_write(FILE *out, const struct profile *raw, const struct report_opts *raw_opts)
+{
+	struct report_display d;
+	const struct profile *p = report_display_init(&d, raw);
+	struct report_opts o = *raw_opts;
+	const char **inputs = xcalloc(o.nr_inputs + 1, sizeof(*inputs));
+	int ret;
+
+	/* what the user names is compared with the names as printed, escaped the same way */
+	o.filter.comm = report_display_str(&d, o.filter.comm);
+	o.filter.module = report_display_str(&d, o.filter.module);
+	o.filter.region = report_display_str(&d, o.filter.region);
+	for (size_t i = 0; i < o.nr_inputs; i++)
+		inputs[i] = report_display_str(&d, o.inputs[i]);
+	o.inputs = inputs;
+	ret = write_report(out, p, &o);
+	free(inputs);
+	report_display_release(&d);
 	return ret;
 }

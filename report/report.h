@@ -172,4 +172,33 @@ void report_sort_stats(const struct profile *p, struct report_func_stat *st, siz
 /* Whether the outermost frame of STACK is where a thread starts (_start, clone, ...). */
 bool report_stack_complete(const struct profile *p, uint32_t stack);
 
+/*
+ * ---- display.c: a profile as reports print it ----
+ * Names are bytes (base/text.h); a report prints those that are not valid
+ * UTF-8, and control characters, as "\xNN", in every format, so that
+ * tables keep their lines and JSON-based exports stay valid. Rather than
+ * each writer escaping each string it prints, the writers get a view of
+ * the profile whose strings are already printable: the profile itself when
+ * every string is, else a shallow copy that shares its samples and stacks
+ * and has copies of the tables whose strings needed escaping. The profile
+ * is never changed, so that a recording still writes exactly the bytes it
+ * saw. report_write() and report_write_diff() print through such a view;
+ * cmd/'s own printers (top, dump) make one.
+ */
+struct report_display {
+	struct profile view;    /* the copy, when one was needed: never freed as a profile */
+	char **owned;           /* the escaped strings and copied tables, freed on release */
+	size_t nr_owned, alloc_owned;
+};
+
+/*
+ * Returns P, or D's view of P with every string printable (NULL for a
+ * NULL P). D is initialized here; release it (report_display_release) once the view is
+ * no longer used. P must not change meanwhile.
+ */
+const struct profile *report_display_init(struct report_display *d, const struct profile *p);
+/* S printable: S itself, or an escaped copy D owns. NULL for NULL. */
+const char *report_display_str(struct report_display *d, const char *s);
+void report_display_release(struct report_display *d);
+
 #endif

@@ -43,6 +43,7 @@ static uint32_t *write_frames(FILE *out, const struct profile *p, const bool *ke
 	bool *used = xcalloc(p->nr_stacks + 1, sizeof(*used));
 	uint32_t *frame = xmalloc(st_mult(p->nr_funcs + 1, sizeof(*frame)));
 	uint32_t nr = 0;
+	struct sbuf label = SBUF_INIT;
 
 	for (size_t i = 0; i < p->nr_samples; i++)
 		if (keep[i])
@@ -59,13 +60,12 @@ static uint32_t *write_frames(FILE *out, const struct profile *p, const bool *ke
 	fputs("\"shared\":{\"frames\":[", out);
 	for (size_t f = 0; f < p->nr_funcs; f++) {
 		const struct profile_func *fn = &p->funcs[f];
-		char label[4096];
 
 		if (frame[f] == PROFILE_NONE)
 			continue;
 		frame[f] = nr;
 		fputs(nr++ ? ",\n{\"name\":" : "\n{\"name\":", out);
-		report_json_string(out, report_func_name(fn, label, sizeof(label)));
+		report_json_string(out, report_func_name_sb(&label, fn));
 		/* without debug info the module is the best "where" there is */
 		fputs(",\"file\":", out);
 		report_json_string(out, fn->file ? fn->file : fn->module);
@@ -78,16 +78,16 @@ static uint32_t *write_frames(FILE *out, const struct profile *p, const bool *ke
 		(*rframe)[n] = PROFILE_NONE;
 	for (size_t i = 0; i < nr_spans; i++) {
 		uint32_t name = p->region_nodes[p->regions[spans[i].region].node].name;
-		char label[1024];
 
 		if ((*rframe)[name] != PROFILE_NONE)
 			continue;
 		(*rframe)[name] = nr;
 		fputs(nr++ ? ",\n{\"name\":" : "\n{\"name\":", out);
-		report_json_string(out, profile_region_label(p, name, label, sizeof(label)));
+		report_json_string(out, report_region_label_sb(&label, p, name));
 		fputc('}', out);
 	}
 	fputs("]},\n", out);
+	sbuf_release(&label);
 	free(used);
 	return frame;
 }

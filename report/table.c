@@ -16,7 +16,8 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 	struct report_func_stat *st = o->lines ? report_line_stats(p, keep, &nr, &total, &total_ns) :
 					report_func_stats(p, keep, &nr, &total, &total_ns);
 	size_t rows = o->limit && o->limit < nr ? o->limit : nr;
-	char label[4096], ns[48];
+	struct sbuf label = SBUF_INIT;
+	char ns[48];
 	struct report_split_row *split = NULL;
 
 	if (o->split) {
@@ -33,7 +34,6 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 	for (size_t i = 0; i < rows; i++) {
 		const struct report_func_stat *s = &st[i];
 
-		report_row_label(p, s, label, sizeof(label));
 		snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, s->self, s->cum);
 		fprintf(out, "%15s %9.3f %5.1f%% %9.3f %5.1f%%", ns, s->self_ns / 1e9,
 			total ? 100.0 * s->self / total : 0.0, s->cum_ns / 1e9,
@@ -44,8 +44,9 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 			fprintf(out, " %5.1f%% %6.1f%%", total ? 100.0 * n[REPORT_PY_CODE] / total : 0.0,
 				total ? 100.0 * n[REPORT_PY_NATIVE] / total : 0.0);
 		}
-		fprintf(out, "  %s\n", label);
+		fprintf(out, "  %s\n", report_row_label_sb(&label, p, s));
 	}
+	sbuf_release(&label);
 	free(split);
 	if (rows < nr)
 		fprintf(out, "... %zu more %s%s (--limit 0 shows all)\n", nr - rows,

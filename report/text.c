@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* What several writers share: names made valid UTF-8, and JSON strings. */
+/* What several writers share: JSON strings. */
 #include "internal.h"
 
 #include <stdio.h>
@@ -7,71 +7,7 @@
 #include <string.h>
 
 #include "base/base.h"
-
-size_t report_utf8_len(const unsigned char *s)
-{
-	unsigned char lo = 0x80, hi = 0xbf;
-	size_t n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	/* the second byte's range is what rules out overlong forms, surrogates and > U+10FFFF */
-	if (s[0] == 0xe0)
-		lo = 0xa0;
-	else if (s[0] == 0xed)
-		hi = 0x9f;
-	else if (s[0] == 0xf0)
-		lo = 0x90;
-	else if (s[0] == 0xf4)
-		hi = 0x8f;
-	if (s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < n; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return n;
-}
-
-char *report_utf8_clean(const char *s)
-{
-	const unsigned char *c = (const unsigned char *)s;
-	size_t bad = 0, len = 0;
-	char *out, *o;
-
-	for (const unsigned char *q = c; *q; ) {
-		size_t n = report_utf8_len(q);
-
-		bad += !n;
-		q += n ? n : 1;
-		len += n ? n : 3;
-	}
-	if (!bad)
-		return NULL;
-	o = out = xmalloc(len + 1);
-	while (*c) {
-		size_t n = report_utf8_len(c);
-
-		if (n) {
-			memcpy(o, c, n);
-			o += n;
-			c += n;
-		} else {
-			memcpy(o, "\xef\xbf\xbd", 3);	/* U+FFFD */
-			o += 3;
-			c++;
-		}
-	}
-	*o = '\0';
-	return out;
-}
+#include "base/text.h"
 
 void report_json_chars(FILE *out, const char *s)
 {
@@ -88,10 +24,9 @@ void report_json_chars(FILE *out, const char *s)
 			c += n;
 			continue;
 		}
-		n = report_utf8_len(c);
+		n = text_utf8_len((const char *)c);
 		if (!n) {
-			fputs("\\ufffd", out);
-			c++;
+			fprintf(out, "\\\\x%02x", *c++);
 		} else if (*c == '"' || *c == '\\') {
 			fputc('\\', out);
 			fputc(*c++, out);

@@ -32,7 +32,7 @@ static void print_subtree(FILE *out, const struct profile *p, const struct repor
 {
 	struct walk { uint32_t id, next_kid; uint64_t hidden; size_t nr_hidden; } *st = NULL;
 	size_t nr = 0, alloc = 0;
-	char label[4096];
+	struct sbuf label = SBUF_INIT;
 
 	ALLOC_GROW(st, 1, alloc);
 	st[nr++] = (struct walk){ root, 0, 0, 0 };
@@ -41,17 +41,16 @@ static void print_subtree(FILE *out, const struct profile *p, const struct repor
 		const struct report_tnode *nd = &t->nodes[st[top].id];
 
 		if (!st[top].next_kid) {
-			if (nd->loc != PROFILE_NONE)
-				report_loc_label(p, nd->loc, label, sizeof(label));
-			else
-				report_func_label(&p->funcs[nd->func], label, sizeof(label));
+			const char *name = nd->loc != PROFILE_NONE ? report_loc_label_sb(&label, p, nd->loc) :
+					   report_func_label_sb(&label, &p->funcs[nd->func]);
+
 			fprintf(out, "%6.1f%% %6.1f%% %9.3f %9.3f %9" PRIu64 "  %*s",
 				100.0 * nd->cum / t->total, 100.0 * nd->self / t->total, nd->cum_ns / 1e9,
 				nd->self_ns / 1e9, nd->cum, indent_of(top), "");
 			/* past MAX_INDENT the depth is written out instead of spaces */
 			if (top >= MAX_INDENT)
 				fprintf(out, "[%zu] ", top);
-			fprintf(out, "%s\n", label);
+			fprintf(out, "%s\n", name);
 		}
 		while (st[top].next_kid < t->nr_kids[st[top].id]) {
 			uint32_t c = t->kids[st[top].id][st[top].next_kid++];
@@ -73,6 +72,7 @@ static void print_subtree(FILE *out, const struct profile *p, const struct repor
 				indent_of(top + 1), "", st[top].nr_hidden, min_percent);
 		nr--;
 	}
+	sbuf_release(&label);
 	free(st);
 }
 
@@ -113,11 +113,11 @@ static int by_count(const void *a, const void *b)
 }
 
 /* The row of a caller or callee: a function, or by line a location. */
-static size_t edge_label(const struct profile *p, uint32_t row, bool by_line, char *buf, size_t n)
+static const char *edge_label(struct sbuf *s, const struct profile *p, uint32_t row, bool by_line)
 {
 	if (by_line)
-		return report_loc_label(p, row, buf, n);
-	return report_func_label(&p->funcs[row], buf, n);
+		return report_loc_label_sb(s, p, row);
+	return report_func_label_sb(s, &p->funcs[row]);
 }
 
 int report_write_calls(FILE *out, const struct profile *p, const struct report_opts *o,
@@ -133,7 +133,7 @@ int report_write_calls(FILE *out, const struct profile *p, const struct report_o
 	struct report_func_stat *st;
 	uint64_t total, total_ns;
 	regex_t re;
-	char label[4096], other[4096];
+	struct sbuf label = SBUF_INIT, other = SBUF_INIT;
 
 	if (match && regcomp(&re, match, REG_EXTENDED | REG_NOSUB))
 		return -EINVAL;
@@ -182,16 +182,15 @@ int report_write_calls(FILE *out, const struct profile *p, const struct report_o
 		if (match && !report_row_matches(p, &st[i], &re))
 			continue;
 		shown++;
-		report_row_label(p, &st[i], label, sizeof(label));
-		fprintf(out, "\n%s  (%" PRIu64 " samples, %.3f s cumulative)\n", label, st[i].cum, st[i].cum_ns / 1e9);
+		fprintf(out, "\n%s  (%" PRIu64 " samples, %.3f s cumulative)\n",
+			report_row_label_sb(&label, p, &st[i]), st[i].cum, st[i].cum_ns / 1e9);
 		for (size_t e = 0; e < nr_edges; e++) {
 			uint32_t other_f = callers ? edges[e].caller : edges[e].callee;
 
 			if ((callers ? edges[e].callee : edges[e].caller) != row)
 				continue;
-			edge_label(p, other_f, by_line, other, sizeof(other));
 			fprintf(out, "    %s %9" PRIu64 " %9.3f  %s\n", callers ? "<-" : "->", edges[e].n,
-				edges[e].ns / 1e9, other);
+				edges[e].ns / 1e9, edge_label(&other, p, other_f, by_line));
 			first = false;
 		}
 		if (first)
@@ -199,6 +198,8 @@ int report_write_calls(FILE *out, const struct profile *p, const struct report_o
 	}
 	if (match)
 		regfree(&re);
+	sbuf_release(&label);
+	sbuf_release(&other);
 	free(st);
 	free(edges);
 	idx_release(&index);

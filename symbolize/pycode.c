@@ -66,13 +66,23 @@ static const char *intern(struct py_codes *c, const char *s, size_t len)
 	return copy;
 }
 
-/* Appends code point CP as UTF-8 (U+FFFD for a lone surrogate); false when it is no character or does not fit. */
+/*
+ * Appends code point CP as UTF-8; false when it is no character or does
+ * not fit. U+DC80-U+DCFF are the bytes they stand for: Python decodes file
+ * names with "surrogateescape", so a file name that is not UTF-8 ("sp\xfflit.py")
+ * becomes its own bytes again, as os.fsencode() gives them. Other lone
+ * surrogates are U+FFFD.
+ */
 static bool put_utf8(char *out, size_t *n, uint32_t cp)
 {
 	size_t need = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
 
 	if (cp > 0x10ffff || *n + need > PY_MAX_STR)
 		return false;
+	if (cp >= 0xdc80 && cp <= 0xdcff) {
+		out[(*n)++] = (char)(cp & 0xff);
+		return true;
+	}
 	if (cp >= 0xd800 && cp < 0xe000)
 		cp = 0xfffd;
 	if (need == 1) {

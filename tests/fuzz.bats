@@ -70,7 +70,7 @@ for f in sys.argv[1:]:
 }
 
 @test "corrupt tables: the first broken rule, named" {
-	rejects "$REGRESS/newer-version.json" "written by a newer proftool (format version 2, this one reads up to 1); upgrade proftool"
+	rejects "$REGRESS/newer-version.json" "written by a newer proftool (format version 3, this one reads up to 2); upgrade proftool"
 	rejects "$REGRESS/version-zero.json" "the file is corrupt (bad version)"
 	rejects "$REGRESS/version-string.json" "the file is corrupt (bad version)"
 	rejects "$REGRESS/column-lengths.json" "(field 'module' has 2 entries, expected 3)"

@@ -111,18 +111,23 @@ static struct profile *make(void)
 static const struct report_group *row(const struct report_groups *g, const struct profile *p,
 				      const char *want)
 {
+	struct sbuf label = SBUF_INIT;
+
 	for (size_t r = 0; r < g->nr; r++) {
-		char joined[256] = "", label[128];
+		char joined[256] = "";
 
 		for (size_t k = 0; k < g->by.nr; k++) {
 			size_t len = strlen(joined);
 
 			snprintf(joined + len, sizeof(joined) - len, "%s%s", k ? " " : "",
-				 report_group_label(g, p, r, k, label, sizeof(label)));
+				 report_group_label(g, p, r, k, &label));
 		}
-		if (!strcmp(joined, want))
+		if (!strcmp(joined, want)) {
+			sbuf_release(&label);
 			return &g->rows[r];
+		}
 	}
+	sbuf_release(&label);
 	return NULL;
 }
 

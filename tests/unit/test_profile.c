@@ -426,7 +426,7 @@ static void bad_files(void)
 	rejects("", EBADMSG, "empty");
 	rejects("hello", EPROTO, "not a proftool profile");
 	rejects("{\"format\":\"other\"}", EPROTO, "not a proftool profile");
-	rejects("{\"format\":\"proftool-profile\",\"version\":2}", ENOTSUP, "newer");
+	rejects("{\"format\":\"proftool-profile\",\"version\":3}", ENOTSUP, "newer");
 	rejects("{\"format\":\"proftool-profile\",\"version\":1}", EBADMSG, "meta");
 	rejects("{\"format\":\"proftool-profile\",\"version\":1,\"meta\":{},"
 		"\"functions\":{\"name\":[\"f\"],\"module\":[\"m\"],\"file\":[null],\"line\":[0]},"
