@@ -94,12 +94,14 @@ int report_write_by_region(FILE *out, const struct profile *p, const struct repo
 
 /*
  * json.c: the aggregated profile (FILTER chose KEEP; the meta says how)
- * with the region table and, when BY has keys, the groups; and
- * hierarchical timers: of the regions FILTER keeps when the profile has
- * regions, else of the samples KEEP accepts.
+ * with the region table and, when BY has keys, the groups.
  */
 int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
 		      const struct report_group_by *by, const bool *keep);
+/*
+ * timers.c: hierarchical timers, of the regions FILTER keeps when the
+ * profile has regions, else of the samples KEEP accepts.
+ */
 int report_write_timers(FILE *out, const struct profile *p, const struct report_filter *filter,
 			const bool *keep);
 
