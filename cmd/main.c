@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* proftool's entry point: the subcommand table and the way every command ends. */
 #include <errno.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,6 +72,12 @@ int main(int argc, char **argv)
 
 	ensure_std_fds();
 	base_set_oom_handler(oom);
+	/*
+	 * jansson's values come from xmalloc too: running out of memory ends
+	 * the command with its one line, instead of a value quietly missing
+	 * from a JSON report (the profile writer checks every call as well).
+	 */
+	json_set_alloc_funcs(xmalloc, free);
 	if (argc < 2)
 		return usage_error(NULL, "no command given");
 	if (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version")) {
