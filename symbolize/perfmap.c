@@ -28,7 +28,8 @@ static int jit_cmp(const void *a, const void *b)
 
 struct sym_perfmap *sym_perfmap_load(int32_t pid)
 {
-	char path[64], line[4096];
+	char path[64], *line = NULL;
+	size_t cap = 0;
 	struct sym_perfmap *m;
 	FILE *f;
 
@@ -37,8 +38,12 @@ struct sym_perfmap *sym_perfmap_load(int32_t pid)
 	if (!f)
 		return NULL;
 	m = xcalloc(1, sizeof(*m));
-	/* each line: START SIZE NAME, addresses in hex; NAME may hold spaces */
-	while (fgets(line, sizeof(line), f)) {
+	/*
+	 * each line: START SIZE NAME, addresses in hex; NAME may hold spaces and
+	 * be of any length (a JIT's C++ names): read whole, never in pieces
+	 * whose tails would parse as lines of their own
+	 */
+	while (getline(&line, &cap, f) > 0) {
 		unsigned long long start, size;
 		int at = 0;
 
@@ -51,6 +56,7 @@ struct sym_perfmap *sym_perfmap_load(int32_t pid)
 		m->syms[m->nr].name = xstrdup(line + at);
 		m->nr++;
 	}
+	free(line);
 	fclose(f);
 	/* stable: a later entry for the same start (recompiled code) wins below */
 	QSORT(m->syms, m->nr, jit_cmp);

@@ -15,6 +15,7 @@
 #include "base/text.h"
 #include "profile/profile.h"
 #include "report/report.h"
+#include "symbolize/internal.h"
 #include "unit.h"
 
 static char dir[] = "/tmp/proftool-unit-XXXXXX";
@@ -359,6 +360,45 @@ static void many_clashing_siblings(void)
 	profile_free(p);
 }
 
+/* A perf map's name of any length is whole, and a long line never turns into two symbols. */
+static void long_perf_map_names(void)
+{
+	char path[64], *name = xmalloc(6001);
+	struct sym_perfmap *m;
+	uint64_t start = 0;
+	const char *found;
+	FILE *f;
+
+	memset(name, 'J', 6000);
+	/*
+	 * where a reader of 4095-byte pieces would cut the line below (its 17
+	 * bytes before the name, then 4078 of the name), what it would take for
+	 * a line of its own: a symbol at 0x1000
+	 */
+	memcpy(name + 4078, "1000 10 y", 9);
+	name[6000] = '\0';
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	f = fopen(path, "w");
+	CHECK(f != NULL);
+	if (!f) {
+		free(name);
+		return;
+	}
+	fprintf(f, "7f0000001000 100 %s\n7f0000002000 80 short one\n", name);
+	fclose(f);
+	m = sym_perfmap_load(getpid());
+	CHECK(m != NULL);
+	found = m ? sym_perfmap_find(m, 0x7f0000001010, &start) : NULL;
+	CHECK(found && !strcmp(found, name) && start == 0x7f0000001000);
+	found = m ? sym_perfmap_find(m, 0x1008, &start) : NULL;
+	CHECK(found == NULL);
+	found = m ? sym_perfmap_find(m, 0x7f0000002010, &start) : NULL;
+	CHECK(found && !strcmp(found, "short one"));
+	sym_perfmap_free(m);
+	unlink(path);
+	free(name);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -373,6 +413,7 @@ int main(void)
 	RUN(reports_escape);
 	RUN(long_names_everywhere);
 	RUN(many_clashing_siblings);
+	RUN(long_perf_map_names);
 	rmdir(dir);
 	UNIT_DONE();
 }
