@@ -54,23 +54,6 @@ bool text_is_utf8(const char *s)
 	return true;
 }
 
-static bool is_control(unsigned char c)
-{
-	return c < 0x20 || c == 0x7f;
-}
-
-static bool printable(const char *s)
-{
-	while (*s) {
-		size_t n = text_utf8_len(s);
-
-		if (!n || (n == 1 && is_control((unsigned char)*s)))
-			return false;
-		s += n;
-	}
-	return true;
-}
-
 static char *put_hex(char *q, unsigned char c)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -92,13 +75,13 @@ char *text_printable(const char *s)
 {
 	char *out, *q;
 
-	if (printable(s))
+	if (text_is_utf8(s))
 		return NULL;
 	out = q = alloc_escaped(s);
 	while (*s) {
 		size_t n = text_utf8_len(s);
 
-		if (!n || (n == 1 && is_control((unsigned char)*s))) {
+		if (!n) {
 			q = put_hex(q, (unsigned char)*s++);
 			continue;
 		}

@@ -23,9 +23,10 @@ bool text_is_utf8(const char *s);
 
 /*
  * S as reports print it: every byte that is not part of a valid UTF-8
- * character, and every control character (U+0000-U+001F, U+007F), as
- * "\xNN" (lower-case hex); everything else as it is. Returns NULL when S
- * prints as it is, else a string the caller frees.
+ * character as "\xNN" (lower-case hex), everything else as it is (control
+ * characters too: each format deals with them as it must, JSON escapes
+ * them, folded stacks blank line breaks). Returns NULL when S prints as it
+ * is, else a string the caller frees.
  */
 char *text_printable(const char *s);
 /* text_printable(S), or a copy of S: always a string to free. */

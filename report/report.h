@@ -174,9 +174,9 @@ bool report_stack_complete(const struct profile *p, uint32_t stack);
 
 /*
  * ---- display.c: a profile as reports print it ----
- * Names are bytes (base/text.h); a report prints those that are not valid
- * UTF-8, and control characters, as "\xNN", in every format, so that
- * tables keep their lines and JSON-based exports stay valid. Rather than
+ * Names are bytes (base/text.h); a report prints bytes that are not valid
+ * UTF-8 as "\xNN", in every format, so that what it writes is UTF-8 and
+ * JSON-based exports stay valid. Rather than
  * each writer escaping each string it prints, the writers get a view of
  * the profile whose strings are already printable: the profile itself when
  * every string is, else a shallow copy that shares its samples and stacks
