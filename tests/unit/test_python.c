@@ -460,6 +460,17 @@ static void unsupported(void)
 	put_debug_offsets(0x030d00f0, 0, "xdebugpy");
 	put64(runtime, 248, 2000);      /* within 64 KiB, but a frame header over PY_HDR_MAX */
 	refused(0x030d00f0, EPROTO, "out of bounds");
+	/* a str header of 8 bytes (state and length at 0): its ob_type would not be read */
+	put_debug_offsets(0x030d00f0, 0, "xdebugpy");
+	put64(runtime, 544, 0);
+	put64(runtime, 552, 0);
+	put64(runtime, 560, 8);
+	refused(0x030d00f0, EPROTO, "out of bounds");
+	/* nor a bytes object's of 8 (size at 0) */
+	put_debug_offsets(0x030d00f0, 0, "xdebugpy");
+	put64(runtime, 520, 0);
+	put64(runtime, 528, 8);
+	refused(0x030d00f0, EPROTO, "out of bounds");
 	runtime = UNMAPPED;
 	refused(0x030d00f0, EFAULT, "cannot read");
 }
