@@ -94,11 +94,53 @@ static bool put_utf8(char *out, size_t *n, uint32_t cp)
 }
 
 /*
+ * Whether S (N bytes) is UTF-8 as JSON wants it: no overlong forms,
+ * surrogates or code points past U+10FFFF (jansson refuses such a name, and
+ * the profile would lose it).
+ */
+static bool utf8_valid(const char *s, size_t n)
+{
+	const uint8_t *p = (const uint8_t *)s;
+	size_t i = 0;
+
+	while (i < n) {
+		uint32_t cp;
+		size_t more;
+
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((p[i] & 0xe0) == 0xc0)
+			cp = p[i] & 0x1f, more = 1;
+		else if ((p[i] & 0xf0) == 0xe0)
+			cp = p[i] & 0x0f, more = 2;
+		else if ((p[i] & 0xf8) == 0xf0)
+			cp = p[i] & 0x07, more = 3;
+		else
+			return false;
+		if (more >= n - i)
+			return false;
+		for (size_t k = 1; k <= more; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		if (cp < (more == 1 ? 0x80u : more == 2 ? 0x800u : 0x10000u) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp < 0xe000))
+			return false;
+		i += more + 1;
+	}
+	return true;
+}
+
+/*
  * A compact str object (all names of code objects are compact: ASCII data
  * right after PyASCIIObject, other kinds after PyCompactUnicodeObject)
- * as UTF-8: its cached utf8 copy when it has one, else its 1, 2 or 4-byte
- * characters encoded. Bits of the state word are the same in 3.11-3.13:
- * interned 0-1, kind 2-4, compact 5, ascii 6.
+ * as UTF-8: its cached utf8 copy when it has one and that is UTF-8 (it is
+ * the target's word, and CPython makes none for a str it cannot encode),
+ * else its 1, 2 or 4-byte characters encoded. Bits of the state word are
+ * the same in 3.11-3.13: interned 0-1, kind 2-4, compact 5, ascii 6.
  */
 static enum py_status read_str(struct py_codes *c, const struct py_target *t, uint64_t addr,
 			       const char **out)
@@ -144,7 +186,7 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 
 		memcpy(&utf8_len, hdr + l->str_utf8_length, 8);
 		if (utf8 && utf8_len >= len && utf8_len <= PY_MAX_STR &&
-		    py_target_read(t, utf8, c->str, (size_t)utf8_len)) {
+		    py_target_read(t, utf8, c->str, (size_t)utf8_len) && utf8_valid(c->str, (size_t)utf8_len)) {
 			for (n = 0; n < (size_t)utf8_len; n++)
 				if (!c->str[n])
 					c->str[n] = '?';

@@ -563,6 +563,27 @@ static void hostile_memory(void)
 	bad = mk_code_named(other, mk_str("/f.py"), 1, mk_bytes(linetable, 4));
 	hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 0, PY_STACK_UNREADABLE);
 
+	/* a UTF-8 copy is taken when it is UTF-8; one with a surrogate, an overlong '/' or 0xff is not */
+	{
+		static const uint16_t pi[] = { 'p', 0x3c0 };
+		uint64_t s = mk_wide(KIND_UCS2, pi, 2), raw = alloc(16);
+
+		memcpy(heap + (raw - HEAP), "\xce\xb1\xce\xb2", 4);
+		put64(s, L->str_utf8, raw);
+		put64(s, L->str_utf8_length, 4);
+		bad = mk_code_named(mk_str("good"), s, 1, mk_bytes(linetable, 4));
+		hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 1, PY_STACK_COMPLETE);
+		CHECK(!strcmp(fr[0].filename, "\xce\xb1\xce\xb2"));
+		s = mk_wide(KIND_UCS2, pi, 2);
+		raw = alloc(16);
+		memcpy(heap + (raw - HEAP), "\xed\xa0\x80\xc0\xaf\xff", 6);
+		put64(s, L->str_utf8, raw);
+		put64(s, L->str_utf8_length, 6);
+		bad = mk_code_named(mk_str("good"), s, 1, mk_bytes(linetable, 4));
+		hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 1, PY_STACK_COMPLETE);
+		CHECK(!strcmp(fr[0].filename, "p\xcf\x80"));
+	}
+
 	/* line tables: of another type (a broken code object), huge, truncated: the frame stays, lineless */
 	bad = mk_code_named(mk_str("good"), mk_str("/f.py"), 10, mk_str("not bytes"));
 	hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 0, PY_STACK_TORN);
