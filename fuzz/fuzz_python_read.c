@@ -285,6 +285,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct space s = { 0 };
 	struct py_proc_opts o = { 0 };
 	struct py_proc *p;
+	enum py_status st;
 	uint64_t counts[PY_STACK_NR], total = 0;
 	char err[256];
 	size_t room, nr_tids;
@@ -326,6 +327,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fail("py_proc_new failed without a reason", 0, 0);
 		if (verbose)
 			printf("refused: %s (%s)\n", err, strerror(errno));
+		if (py_read_stack(NULL, s.h.tid[0], fr[0][0], PY_MAX_DEPTH, &st) || st != PY_STACK_UNSUPPORTED)
+			fail("a refused interpreter's stack was read", st, 0);
 		goto out;
 	}
 	if ((py_proc_version(p) & 0xffff0000) != (o.version & 0xffff0000))
@@ -340,9 +343,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nr_tids = 1 + s.h.nr_tids % PYFZ_TIDS;
 	/* twice: the second round from the caches (code objects, thread states) */
 	for (int round = 0; round < 2; round++) {
+		if (round && s.h.patch_after && !s.patched)
+			apply_patch(&s);
 		for (size_t i = 0; i < nr_tids; i++) {
-			enum py_status st;
-
 			s.calls = s.bytes = 0;
 			nfr[round][i] = py_read_stack(p, s.h.tid[i], fr[round][i], room, &st);
 			check_stack(&s, fr[round][i], nfr[round][i], room, st);

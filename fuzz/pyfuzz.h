@@ -45,8 +45,9 @@ struct pyfz_hdr {
 	uint32_t tile_off, tile_len, tile_count;        /* tile_len is rounded down to 8 bytes */
 	/*
 	 * The process runs on under the reader: once PATCH_AFTER calls of the
-	 * reader are done (0: never), PATCH_LEN bytes of the input at
-	 * PATCH_OFF are copied to offset PATCH_AT of its memory.
+	 * reader are done, or between the two rounds of reads if that comes
+	 * first (0: never), PATCH_LEN bytes of the input at PATCH_OFF are
+	 * copied to offset PATCH_AT of its memory.
 	 */
 	uint32_t patch_off, patch_len, patch_at, patch_after;
 };

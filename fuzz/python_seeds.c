@@ -312,7 +312,7 @@ static void good(void)
 	static const uint8_t latin1[] = { 'c', 'a', 'f', 0xe9 };
 	static const uint16_t ucs2[] = { 'p', 0x3c0 };
 	static const uint32_t ucs4[] = { 'x', 0x1f600 };
-	static const uint16_t cached[] = { 0x3b1, 0x3b2 };
+	static const uint16_t cached[] = { 0x3b1, 0x20ac };
 	uint64_t f1, f2, f3, g1, g2;
 
 	f1 = mk_entry(mk_code("<module>"), 0, 20);
@@ -320,7 +320,7 @@ static void good(void)
 	f3 = mk_frame(mk_code("outer.<locals>.inner"), f2, 4, OWNER_THREAD, false);
 	mk_tstate(100, f3);
 	g1 = mk_entry(mk_code_named(mk_wide(KIND_UCS4, ucs4, 2, 0, 0),
-				    mk_wide(KIND_UCS2, cached, 2, mk_raw("\xce\xb1\xce\xb2", 4), 4), 10,
+				    mk_wide(KIND_UCS2, cached, 2, mk_raw("\xce\xb1\xe2\x82\xac", 5), 5), 10,
 				    mk_bytes(linetable, sizeof(linetable))), 0, -2);
 	g2 = mk_frame(mk_code_named(mk_wide(KIND_LATIN1, latin1, 4, 0, 0), mk_wide(KIND_UCS2, ucs2, 2, 0, 0), 10,
 				    mk_bytes(linetable, sizeof(linetable))), g1, 18, OWNER_GENERATOR, false);
@@ -403,10 +403,14 @@ static void huge_lengths(void)
 	m.used = (size_t)(end - PYFZ_BASE) + m.L->str_ascii_size;
 }
 
-/* strs of no kind, "ASCII" of kind 2, not compact, ASCII with bit 7 set, a UTF-8 copy that is not UTF-8. */
+/*
+ * strs of no kind, "ASCII" of kind 2, not compact, ASCII with bit 7 set;
+ * UTF-8 copies that are not UTF-8 (0xff, a surrogate, an overlong '/').
+ */
 static void bad_strs(void)
 {
-	uint64_t base = mk_frame(mk_code("base"), 0, 0, OWNER_THREAD, false), s[5];
+	static const char *const copies[] = { "\xff\xfe", "\xed\xa0\x80", "\xc0\xaf" };
+	uint64_t base = mk_frame(mk_code("base"), 0, 0, OWNER_THREAD, false), s[4], f;
 	uint16_t chars[] = { 0x41, 0x42 };
 
 	s[0] = mk_wide(KIND_UCS2, chars, 2, 0, 0);
@@ -417,14 +421,18 @@ static void bad_strs(void)
 	put32(s[2], m.L->str_state, str_state(KIND_LATIN1, true) & ~(1u << 5));
 	s[3] = mk_str("bit 7");
 	put8(s[3], m.L->str_ascii_size + 1, 0xc3);
-	s[4] = mk_wide(KIND_UCS2, chars, 2, mk_raw("\xff\xfe\xc0\xaf\xed\xa0\x80", 7), 7);
 	for (int i = 0; i < 4; i++)
 		mk_tstate(100 * (i + 1), mk_frame(mk_code_named(s[i], mk_str("/f.py"), 1, mk_bytes(linetable, 4)),
 						  base, 0, OWNER_THREAD, false));
-	/* thread 500, read when the fuzzer sets nr_tids: the UTF-8 copy */
+	/* thread 500, read in thread 100's place: a frame for each copy */
 	m.h.tid[0] = 500;
-	mk_tstate(500, mk_frame(mk_code_named(s[4], mk_str("/f.py"), 1, mk_bytes(linetable, 4)), base, 0,
-				OWNER_THREAD, false));
+	f = base;
+	for (int i = 0; i < 3; i++)
+		f = mk_frame(mk_code_named(mk_wide(KIND_UCS2, chars, 2, mk_raw(copies[i], strlen(copies[i])),
+						   strlen(copies[i])),
+					   mk_str("/f.py"), 1, mk_bytes(linetable, 4)),
+			     f, 0, OWNER_THREAD, false);
+	mk_tstate(500, f);
 }
 
 /* Location tables: bytes without bit 7, a varint that never ends, an empty one, offsets past the code. */
@@ -580,6 +588,52 @@ static void moving(void)
 	m.h.nr_tids = 0;
 }
 
+/*
+ * 3.12+: a shim frame on top (an eval loop entered, no Python frame yet),
+ * two shims in a row (thread 200); 3.11 knows no shims (both torn).
+ */
+static void shims(void)
+{
+	uint64_t f = mk_frame(mk_code("<module>"), 0, 0, OWNER_THREAD, false), shim;
+
+	f = mk_frame(mk_code("top"), mk_frame(mk_code("<shim>"), f, 0, OWNER_CSTACK, false), 4, OWNER_THREAD, false);
+	shim = mk_frame(mk_code("<shim>"), f, 0, OWNER_CSTACK, false);
+	mk_tstate(100, shim);
+	mk_tstate(200, mk_frame(mk_code("<shim>"), shim, 0, OWNER_CSTACK, false));
+	m.h.nr_tids = 1;
+}
+
+/* A code object renamed between the two reads of thread 100: the cache decodes it again. */
+static void renamed(void)
+{
+	uint64_t code = mk_code("before"), name = mk_str("after"), ptr;
+
+	mk_tstate(100, mk_frame(code, mk_frame(mk_code("caller"), 0, 0, OWNER_THREAD, false), 4, OWNER_THREAD,
+				false));
+	ptr = alloc(8);
+	put64(ptr, 0, name);
+	m.h.patch_off = (uint32_t)(ptr - PYFZ_BASE);
+	m.h.patch_at = (uint32_t)(code - PYFZ_BASE + m.L->code_qualname);
+	m.h.patch_len = 8;
+	m.h.patch_after = 1000;         /* after the first round at the latest */
+	m.h.nr_tids = 0;
+}
+
+/* Versions the reader refuses: 3.10 (no layout), 3.14 (_Py_DebugOffsets of a layout not known). */
+static void older(void)
+{
+	good();
+	m.h.version = 6;
+}
+
+static void newer(void)
+{
+	good();
+	m.h.version = 7;
+	if (m.L->version == 0x030d0000)
+		put64(m.runtime, 8, 0x030e00a1);
+}
+
 /* The runtime's _Py_DebugOffsets (3.13; for 3.11 and 3.12 the bytes are unused) out of bounds. */
 static void bad_offsets(void)
 {
@@ -612,6 +666,10 @@ static const struct {
 	{ "wide-names", wide_names },
 	{ "faults", faults },
 	{ "moving", moving },
+	{ "shims", shims },
+	{ "renamed", renamed },
+	{ "older", older },
+	{ "newer", newer },
 	{ "bad-offsets", bad_offsets },
 };
 

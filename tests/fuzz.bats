@@ -360,12 +360,12 @@ says() {
 			says "round 0 tid $t: torn, 0 frames,"
 		done
 		says "round 0 tid 400: unreadable, 0 frames,"
-		# strs of no kind, not compact, "ASCII" with bit 7; a UTF-8 copy that is not UTF-8
+		# strs of no kind, not compact, "ASCII" with bit 7; UTF-8 copies that are not UTF-8
 		pyfz seeds/bad-strs-$v
 		for t in 200 300 400; do
 			says "round 0 tid $t: torn, 0 frames,"
 		done
-		says "round 0 tid 500: complete, 2 frames,"
+		says "round 0 tid 500: complete, 4 frames,"
 		says "  /f.py:1(AB) line 1 flags 0"
 		# thread and interpreter lists that loop
 		pyfz seeds/list-cycles-$v
@@ -390,7 +390,25 @@ says() {
 		says "round 0 tid 100: complete, 3 frames,"
 		says "round 1 tid 100: torn, 3 frames,"
 		pyfz seeds/faults-$v
+		# a code object renamed between two reads is decoded again
+		pyfz seeds/renamed-$v
+		says "  /src/app.py:10(before) line 11 flags 0"
+		says "  /src/app.py:10(after) line 11 flags 0"
+		pyfz seeds/older-$v
+		says "refused: Python 3.10 is not supported (3.11 to 3.13 are)"
 	done
+	# a shim frame on top (3.12+): the innermost eval loop runs no Python frame yet; two
+	# shims in a row never happen; 3.11 has no shims
+	for v in 312 313; do
+		pyfz seeds/shims-$v
+		says "round 0 tid 100: complete, 2 frames,"
+		says "  /src/app.py:10(top) line 11 flags 3"
+		says "round 0 tid 200: torn, 0 frames,"
+	done
+	pyfz seeds/shims-311
+	says "round 0 tid 100: torn, 0 frames,"
+	pyfz seeds/newer-313
+	says "refused: Python 3.14 is not supported (the layout of its _Py_DebugOffsets is not known)"
 	# a 3.13 runtime whose _Py_DebugOffsets give a str header too short for its type
 	pyfz seeds/bad-offsets-313
 	says "refused: the layout of Python 3.13 is out of bounds"
