@@ -301,7 +301,7 @@ $(O)/fuzz/%: fuzz/%.c $(O)/libproftool.a
 	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -fsanitize=fuzzer -o $@ $< \
 		$(O)/libproftool.a $(LDLIBS)
 
-fuzz-seeds: all $(WL_BINS)
+fuzz-seeds: all $(WL_BINS) $(O)/tests/tools/python-seeds
 	fuzz/seeds.sh $(O) $(FUZZ_O)/seeds
 
 # not part of clean: the corpora in build-fuzz/corpus are worth keeping
@@ -321,7 +321,20 @@ $(O)/tests/tools/fuzz-regions: fuzz/replay.c fuzz/fuzz_regions_read.c $(O)/libpr
 	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ \
 		fuzz/replay.c fuzz/fuzz_regions_read.c $(O)/libproftool.a $(LDLIBS)
 
-bats: $(O)/tests/tools/fuzz-elf $(O)/tests/tools/fuzz-regions
+# and fuzz_python_read's, for the forged processes of tests/fuzz.bats, which
+# python-seeds writes (and fuzz/seeds.sh, as the target's seeds)
+$(O)/tests/tools/fuzz-python: fuzz/replay.c fuzz/fuzz_python_read.c fuzz/pyfuzz.h $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ \
+		fuzz/replay.c fuzz/fuzz_python_read.c $(O)/libproftool.a $(LDLIBS)
+
+$(O)/tests/tools/python-seeds: fuzz/python_seeds.c fuzz/pyfuzz.h $(O)/libproftool.a
+	@mkdir -p $(dir $@)
+	$(CC) $(filter-out -MMD -MP,$(CPPFLAGS)) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ \
+		fuzz/python_seeds.c $(O)/libproftool.a $(LDLIBS)
+
+bats: $(O)/tests/tools/fuzz-elf $(O)/tests/tools/fuzz-regions $(O)/tests/tools/fuzz-python \
+	$(O)/tests/tools/python-seeds
 
 -include $(wildcard $(O)/fuzz/*.d)
 # ---- end of fuzz -------------------------------------------------------------

@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
-# Makes the fuzzers' seed corpora: small real profiles, real ELF files, small region files.
+# Makes the fuzzers' seed corpora: small real profiles, real ELF files, small region files, forged Python processes.
 # Usage: fuzz/seeds.sh BUILD_DIR OUT_DIR
 # BUILD_DIR holds the gcc build (proftool, workloads, workloads-nofp). Nothing
 # here is checked in: profiles are recorded afresh, ELF files copied from the
@@ -12,7 +12,8 @@ out=$2
 prof=$out/fuzz_profile_read
 elf=$out/fuzz_elf
 rgn=$out/fuzz_regions_read
-mkdir -p "$prof" "$elf" "$rgn"
+py=$out/fuzz_python_read
+mkdir -p "$prof" "$elf" "$rgn" "$py"
 
 # Records one small profile; a machine that denies perf_event_open falls back
 # to ptrace, one that denies both still gets the hand-made seeds below.
@@ -63,4 +64,7 @@ dbg=$(find /usr/lib/debug -name '*.debug' -size -128k -size +4k 2>/dev/null | he
 
 # region event files: small hand-made ones (a runtime's are 2 MiB at the least)
 python3 fuzz/rgn_seeds.py "$rgn"
+
+# forged CPython processes (3.11, 3.12 and 3.13 layouts), good and hostile
+"$build/tests/tools/python-seeds" "$py"
 exit 0

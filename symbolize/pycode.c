@@ -14,13 +14,40 @@ struct py_codes {
 	char **strs;
 	size_t strs_nr, strs_alloc;
 	struct idx str_idx;             /* hash of bytes -> strs[] */
+	size_t decode_left;             /* bytes of names and line tables this read may still fetch */
+	size_t scan_left;               /* bytes of line tables this read may still scan */
+	size_t kept;                    /* bytes of names, line tables and entries kept, <= PY_MAX_KEPT */
 	uint8_t raw[4 * PY_MAX_STR];    /* a string's characters as read */
 	char str[PY_MAX_STR + 1];       /* ... and as UTF-8 */
 };
 
 struct py_codes *py_codes_new(void)
 {
-	return xcalloc(1, sizeof(struct py_codes));
+	struct py_codes *c = xcalloc(1, sizeof(*c));
+
+	py_codes_begin_read(c);
+	return c;
+}
+
+void py_codes_begin_read(struct py_codes *c)
+{
+	c->decode_left = PY_MAX_DECODE;
+	c->scan_left = PY_MAX_LINE_SCAN;
+}
+
+/* Takes N bytes of this read's PY_MAX_DECODE; false when they are not left. */
+static bool take(struct py_codes *c, size_t n)
+{
+	if (n > c->decode_left)
+		return false;
+	c->decode_left -= n;
+	return true;
+}
+
+/* Whether N more bytes may be kept within PY_MAX_KEPT. */
+static bool room(const struct py_codes *c, size_t n)
+{
+	return n <= PY_MAX_KEPT - c->kept;
 }
 
 void py_codes_free(struct py_codes *c)
@@ -46,7 +73,7 @@ static uint64_t u64_at(const uint8_t *b, uint32_t off)
 	return v;
 }
 
-/* Names are kept once per process, however many code objects share them. */
+/* Names are kept once per process, however many code objects share them; NULL past PY_MAX_KEPT. */
 static const char *intern(struct py_codes *c, const char *s, size_t len)
 {
 	uint64_t h = hash_bytes(s, len, 0);
@@ -57,6 +84,9 @@ static const char *intern(struct py_codes *c, const char *s, size_t len)
 	while ((id = idx_next(&c->str_idx, h, &pos)) != IDX_NONE)
 		if (!strncmp(c->strs[id], s, len) && !c->strs[id][len])
 			return c->strs[id];
+	if (!room(c, len + 1 + sizeof(char *)))
+		return NULL;
+	c->kept += len + 1 + sizeof(char *);
 	copy = xmalloc(len + 1);
 	memcpy(copy, s, len);
 	copy[len] = '\0';
@@ -104,11 +134,61 @@ static bool put_utf8(char *out, size_t *n, uint32_t cp)
 }
 
 /*
+ * Whether S (N bytes) is UTF-8 as JSON wants it: no overlong forms,
+ * surrogates or code points past U+10FFFF (jansson refuses such a name, and
+ * the profile would lose it).
+ */
+static bool utf8_valid(const char *s, size_t n)
+{
+	const uint8_t *p = (const uint8_t *)s;
+	size_t i = 0;
+
+	while (i < n) {
+		uint32_t cp;
+		size_t more;
+
+		if (p[i] < 0x80) {
+			i++;
+			continue;
+		}
+		if ((p[i] & 0xe0) == 0xc0)
+			cp = p[i] & 0x1f, more = 1;
+		else if ((p[i] & 0xf0) == 0xe0)
+			cp = p[i] & 0x0f, more = 2;
+		else if ((p[i] & 0xf8) == 0xf0)
+			cp = p[i] & 0x07, more = 3;
+		else
+			return false;
+		if (more >= n - i)
+			return false;
+		for (size_t k = 1; k <= more; k++) {
+			if ((p[i + k] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i + k] & 0x3f);
+		}
+		if (cp < (more == 1 ? 0x80u : more == 2 ? 0x800u : 0x10000u) || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp < 0xe000))
+			return false;
+		i += more + 1;
+	}
+	return true;
+}
+
+/* *OUT is the name S (LEN bytes), interned; TOO_DEEP when the cache is full. */
+static enum py_status name(struct py_codes *c, const char *s, size_t len, const char **out)
+{
+	*out = intern(c, s, len);
+	return *out ? PY_STACK_COMPLETE : PY_STACK_TOO_DEEP;
+}
+
+/*
  * A compact str object (all names of code objects are compact: ASCII data
  * right after PyASCIIObject, other kinds after PyCompactUnicodeObject)
- * as UTF-8: its cached utf8 copy when it has one, else its 1, 2 or 4-byte
- * characters encoded. Bits of the state word are the same in 3.11-3.13:
- * interned 0-1, kind 2-4, compact 5, ascii 6.
+ * as UTF-8: its cached utf8 copy when it has one and that is UTF-8 (it is
+ * the target's word, and CPython makes none for a str it cannot encode),
+ * else its 1, 2 or 4-byte characters encoded. Bits of the state word are
+ * the same in 3.11-3.13: interned 0-1, kind 2-4, compact 5, ascii 6. The
+ * characters read are taken from this read's PY_MAX_DECODE.
  */
 static enum py_status read_str(struct py_codes *c, const struct py_target *t, uint64_t addr,
 			       const char **out)
@@ -133,6 +213,8 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 	if (state >> 6 & 1) {
 		if (kind != 1)
 			return PY_STACK_TORN;
+		if (!take(c, (size_t)len))
+			return PY_STACK_TOO_DEEP;
 		if (!py_target_read(t, addr + l->str_ascii_size, c->raw, (size_t)len))
 			return PY_STACK_UNREADABLE;
 		for (n = 0; n < (size_t)len; n++) {
@@ -140,8 +222,7 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 				return PY_STACK_TORN;
 			c->str[n] = c->raw[n] ? (char)c->raw[n] : '?';
 		}
-		*out = intern(c, c->str, n);
-		return PY_STACK_COMPLETE;
+		return name(c, c->str, n, out);
 	}
 	if (kind != 1 && kind != 2 && kind != 4)
 		return PY_STACK_TORN;
@@ -153,15 +234,20 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 		int64_t utf8_len;
 
 		memcpy(&utf8_len, hdr + l->str_utf8_length, 8);
-		if (utf8 && utf8_len >= len && utf8_len <= PY_MAX_STR &&
-		    py_target_read(t, utf8, c->str, (size_t)utf8_len)) {
-			for (n = 0; n < (size_t)utf8_len; n++)
-				if (!c->str[n])
-					c->str[n] = '?';
-			*out = intern(c, c->str, n);
-			return PY_STACK_COMPLETE;
+		if (utf8 && utf8_len >= len && utf8_len <= PY_MAX_STR) {
+			if (!take(c, (size_t)utf8_len))
+				return PY_STACK_TOO_DEEP;
+			if (py_target_read(t, utf8, c->str, (size_t)utf8_len) &&
+			    utf8_valid(c->str, (size_t)utf8_len)) {
+				for (n = 0; n < (size_t)utf8_len; n++)
+					if (!c->str[n])
+						c->str[n] = '?';
+				return name(c, c->str, n, out);
+			}
 		}
 	}
+	if (!take(c, (size_t)len * kind))
+		return PY_STACK_TOO_DEEP;
 	if (!py_target_read(t, addr + l->str_compact_size, c->raw, (size_t)len * kind))
 		return PY_STACK_UNREADABLE;
 	for (size_t i = 0; i < (size_t)len; i++) {
@@ -180,16 +266,16 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 		if (!put_utf8(c->str, &n, cp))
 			return PY_STACK_TORN;
 	}
-	*out = intern(c, c->str, n);
-	return PY_STACK_COMPLETE;
+	return name(c, c->str, n, out);
 }
 
 /*
  * The location table as bytes; NULL when it cannot be used (too long,
- * unreadable), which only costs the frame its line.
+ * unreadable, or more than the cache may keep besides EXTRA bytes), which
+ * only costs the frame its line. TOO_DEEP when this read may not fetch it.
  */
-static enum py_status read_linetable(const struct py_target *t, uint64_t addr, uint8_t **tab,
-				     size_t *len)
+static enum py_status read_linetable(struct py_codes *c, const struct py_target *t, uint64_t addr,
+				     size_t extra, uint8_t **tab, size_t *len)
 {
 	const struct py_layout *l = &t->l;
 	uint8_t hdr[PY_STR_HDR_MAX];
@@ -204,8 +290,10 @@ static enum py_status read_linetable(const struct py_target *t, uint64_t addr, u
 	if (t->bytes_type && u64_at(hdr, 8) != t->bytes_type)
 		return PY_STACK_TORN;
 	memcpy(&size, hdr + l->bytes_size, 8);
-	if (size <= 0 || size > PY_MAX_LINETABLE)
+	if (size <= 0 || size > PY_MAX_LINETABLE || !room(c, extra + (size_t)size))
 		return PY_STACK_COMPLETE;
+	if (!take(c, (size_t)size))
+		return PY_STACK_TOO_DEEP;
 	*tab = xmalloc((size_t)size);
 	if (!py_target_read(t, addr + l->bytes_sval, *tab, (size_t)size)) {
 		free(*tab);
@@ -233,6 +321,7 @@ enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64
 	const struct py_layout *l = &t->l;
 	struct py_code fresh = { .addr = addr, .last_off = -1 }, *code;
 	enum py_status st;
+	size_t need;
 
 	if (t->code_type && u64_at(hdr, 8) != t->code_type)
 		return PY_STACK_TORN;
@@ -248,30 +337,32 @@ enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64
 	}
 	if (fresh.firstlineno < 0)
 		return PY_STACK_TORN;
+	/* a new entry's bytes; a code object decoded again in its place frees its old table after */
+	need = code ? 0 : sizeof(*code) + sizeof(uint32_t);
+	if (!room(c, need))
+		return PY_STACK_TOO_DEEP;
 	if ((st = read_str(c, t, fresh.qualname_ptr, &fresh.qualname)) != PY_STACK_COMPLETE ||
 	    (st = read_str(c, t, fresh.filename_ptr, &fresh.filename)) != PY_STACK_COMPLETE ||
-	    (st = read_linetable(t, fresh.linetable_ptr, &fresh.linetable, &fresh.linetable_len)) !=
+	    (st = read_linetable(c, t, fresh.linetable_ptr, need, &fresh.linetable, &fresh.linetable_len)) !=
 		    PY_STACK_COMPLETE)
 		return st;
+	if (!room(c, need + fresh.linetable_len)) {
+		/* the names took the room left */
+		free(fresh.linetable);
+		return PY_STACK_TOO_DEEP;
+	}
 	if (code) {
+		c->kept -= code->linetable_len;
 		free(code->linetable);
 	} else {
 		ALLOC_GROW(c->codes, c->nr + 1, c->alloc);
 		idx_insert(&c->idx, hash_u64(addr), (uint32_t)c->nr);
 		code = &c->codes[c->nr++];
 	}
+	c->kept += need + fresh.linetable_len;
 	*code = fresh;
 	*out = code;
 	return PY_STACK_COMPLETE;
-}
-
-uint32_t py_code_line(struct py_code *code, int64_t off)
-{
-	if (off != code->last_off) {
-		code->last_line = py_linetable_line(code->linetable, code->linetable_len, code->firstlineno, off);
-		code->last_off = off;
-	}
-	return code->last_line;
 }
 
 /* ---- PEP 626 location tables (Objects/locations.md) ---- */
@@ -297,52 +388,96 @@ static bool varint(const uint8_t *tab, size_t len, size_t *i, uint32_t *val)
 }
 
 /*
- * As CPython's PyCode_Addr2Line: entries start with a byte with bit 7
- * set, bits 3-6 the kind and 0-2 the number of code units (2 bytes each)
- * less one; lines are deltas from co_firstlineno. Kinds: 0-9 short form
- * (same line, 1 byte of columns), 10-12 one line form (delta kind - 10,
- * 2 bytes of columns), 13 no columns (signed varint delta), 14 long form
- * (signed varint delta, then 3 varints), 15 no location.
+ * One entry of a location table at *I, as CPython's PyCode_Addr2Line reads
+ * it: a byte with bit 7 set, bits 3-6 the kind and 0-2 the number of code
+ * units (2 bytes each) less one; lines are deltas from co_firstlineno.
+ * Kinds: 0-9 short form (same line, 1 byte of columns), 10-12 one line
+ * form (delta kind - 10, 2 bytes of columns), 13 no columns (signed
+ * varint delta), 14 long form (signed varint delta, then 3 varints), 15
+ * no location. Adds its delta to *LINE; false when it is malformed or cut.
  */
-uint32_t py_linetable_line(const uint8_t *tab, size_t len, int32_t firstlineno, int64_t off)
+static bool entry(const uint8_t *tab, size_t len, size_t *i, int64_t *line, int *kind, unsigned *units)
+{
+	uint8_t b = tab[(*i)++];
+	uint32_t v, skip = 0;
+
+	*kind = b >> 3 & 15;
+	*units = (b & 7) + 1u;
+	if (!(b & 0x80))
+		return false;
+	if (*kind == 13 || *kind == 14) {
+		if (!varint(tab, len, i, &v))
+			return false;
+		*line += v & 1 ? -(int64_t)(v >> 1) : (int64_t)(v >> 1);
+		for (int k = 0; k < (*kind == 14 ? 3 : 0); k++)
+			if (!varint(tab, len, i, &v))
+				return false;
+		return true;
+	}
+	if (*kind >= 10 && *kind <= 12) {
+		*line += *kind - 10;
+		skip = 2;
+	} else if (*kind < 10) {
+		skip = 1;
+	}
+	for (uint32_t k = 0; k < skip; k++)
+		if (*i >= len || (tab[(*i)++] & 0x80))
+			return false;
+	return true;
+}
+
+/* The line of byte offset OFF >= 0 in TAB (0: none, or malformed); *USED: the bytes looked at. */
+static uint32_t line_at(const uint8_t *tab, size_t len, int32_t firstlineno, int64_t off, size_t *used)
 {
 	int64_t line = firstlineno, addr = 0;
+	uint32_t res = 0;
 	size_t i = 0;
+	unsigned units;
+	int kind;
+
+	while (i < len && entry(tab, len, &i, &line, &kind, &units)) {
+		int64_t end = addr + 2 * (int64_t)units;
+
+		if (off < end) {
+			res = kind == 15 || line <= 0 || line > UINT32_MAX ? 0 : (uint32_t)line;
+			break;
+		}
+		addr = end;
+	}
+	*used = i;
+	return res;
+}
+
+uint32_t py_linetable_line(const uint8_t *tab, size_t len, int32_t firstlineno, int64_t off)
+{
+	size_t used;
 
 	if (off < 0)
 		return firstlineno > 0 ? (uint32_t)firstlineno : 0;
 	if (!tab)
 		return 0;
-	while (i < len) {
-		uint8_t b = tab[i++];
-		int kind = b >> 3 & 15;
-		int64_t end = addr + ((b & 7) + 1) * 2;
-		uint32_t v, skip = 0;
+	return line_at(tab, len, firstlineno, off, &used);
+}
 
-		if (!(b & 0x80))
+uint32_t py_code_line(struct py_codes *c, struct py_code *code, int64_t off)
+{
+	size_t len = code->linetable_len, used;
+	uint32_t line;
+
+	if (off == code->last_off)
+		return code->last_line;
+	if (off < 0 || !code->linetable) {
+		line = py_linetable_line(code->linetable, len, code->firstlineno, off);
+	} else {
+		if (len > c->scan_left)
+			len = c->scan_left;
+		line = line_at(code->linetable, len, code->firstlineno, off, &used);
+		c->scan_left -= used;
+		/* the table not scanned to its end for want of budget: a line found stands, none is unknown */
+		if (!line && len < code->linetable_len)
 			return 0;
-		if (kind == 13 || kind == 14) {
-			if (!varint(tab, len, &i, &v))
-				return 0;
-			line += v & 1 ? -(int64_t)(v >> 1) : (int64_t)(v >> 1);
-			skip = kind == 14 ? 3 : 0;
-			for (uint32_t k = 0; k < skip; k++)
-				if (!varint(tab, len, &i, &v))
-					return 0;
-		} else if (kind >= 10 && kind <= 12) {
-			line += kind - 10;
-			skip = 2;
-		} else if (kind < 10) {
-			skip = 1;
-		}
-		if (kind < 13) {
-			for (uint32_t k = 0; k < skip; k++)
-				if (i >= len || (tab[i++] & 0x80))
-					return 0;
-		}
-		if (off < end)
-			return kind == 15 || line <= 0 || line > UINT32_MAX ? 0 : (uint32_t)line;
-		addr = end;
 	}
-	return 0;
+	code->last_off = off;
+	code->last_line = line;
+	return line;
 }

@@ -114,7 +114,12 @@ static size_t span(size_t cur, uint32_t off, size_t width)
 	return off == PY_OFF_NONE || off + width <= cur ? cur : off + width;
 }
 
-/* Sizes of the headers read, all within PY_HDR_MAX: a hostile layout cannot make reads large. */
+/*
+ * Sizes of the headers read, all within PY_HDR_MAX: a hostile layout cannot
+ * make reads large. A str's and a bytes object's header must hold ob_type
+ * (at 8), which is compared with the type objects: a shorter one (a 3.13
+ * runtime's _Py_DebugOffsets can say so) would compare bytes never read.
+ */
 static int check(struct py_target *t)
 {
 	const struct py_layout *l = &t->l;
@@ -129,7 +134,8 @@ static int check(struct py_target *t)
 	    l->cframe_current_frame > PY_HDR_MAX || l->str_compact_size > PY_STR_HDR_MAX ||
 	    l->str_ascii_size < l->str_state + 4 || l->str_ascii_size < l->str_length + 8 ||
 	    l->str_compact_size < l->str_utf8 + 8 || l->str_compact_size < l->str_utf8_length + 8 ||
-	    l->bytes_sval < l->bytes_size + 8 || l->bytes_sval > PY_STR_HDR_MAX)
+	    l->bytes_sval < l->bytes_size + 8 || l->bytes_sval > PY_STR_HDR_MAX ||
+	    l->str_ascii_size < 16 || l->bytes_sval < 16)
 		return -EPROTO;
 	return 0;
 }

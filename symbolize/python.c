@@ -9,8 +9,6 @@
 
 #include "base/base.h"
 
-#define MAX_INTERPS 256         /* interpreters walked per lookup */
-#define MAX_THREADS 16384       /* thread states walked per lookup, all interpreters */
 #define PAGE_SIZE_ 4096ull      /* of the cache, not necessarily the kernel's (a divisor of it) */
 #define PAGE_SLOTS 64           /* pages cached per stack read; three quarters are used at most */
 #define SEEN_SLOTS 8192         /* > 2 * PY_MAX_DEPTH: the open-addressing set stays half empty */
@@ -321,13 +319,13 @@ static enum py_status find_tstate(struct py_proc *p, int32_t tid, uint8_t *hdr, 
 		struct brent bt = { 0, 1, 0 };
 		uint64_t ts;
 
-		if (i == MAX_INTERPS || !py_ptr_ok(interp) || brent_loops(&bi, interp))
+		if (i == PY_MAX_INTERPS || !py_ptr_ok(interp) || brent_loops(&bi, interp))
 			return PY_STACK_TORN;
 		if (!rd(p, interp + p->t.l.interp_threads_head, &ts, 8) ||
 		    !rd(p, interp + p->t.l.interp_next, &interp, 8))
 			return PY_STACK_UNREADABLE;
 		for (; ts; ts = u64_at(hdr, p->t.l.tstate_next)) {
-			if (++walked > MAX_THREADS || !py_ptr_ok(ts) || brent_loops(&bt, ts))
+			if (++walked > PY_MAX_THREADS || !py_ptr_ok(ts) || brent_loops(&bt, ts))
 				return PY_STACK_TORN;
 			if (!rd(p, ts, hdr, p->t.hdr_tstate)) {
 				/* a thread state being freed: keep looking, say so if TID is not found */
@@ -393,13 +391,13 @@ static enum py_status current_frame(struct py_proc *p, const uint8_t *ts, uint64
  * instruction, so a frame not started yet sits at -2 (its first line);
  * anything else before the code or odd is garbage (no line).
  */
-static uint32_t line_of(struct py_code *c, uint64_t off)
+static uint32_t line_of(struct py_proc *p, struct py_code *c, uint64_t off)
 {
 	int64_t o = (int64_t)off;
 
 	if (o < -2 || (o & 1))
 		return 0;
-	return py_code_line(c, o);
+	return py_code_line(p->codes, c, o);
 }
 
 /*
@@ -466,7 +464,7 @@ static size_t walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX]
 				.qualname = c->qualname,
 				.filename = c->filename,
 				.firstlineno = (uint32_t)c->firstlineno,
-				.line = line_of(c, u64_at(f, l->frame_instr) - (code + l->code_adaptive)),
+				.line = line_of(p, c, u64_at(f, l->frame_instr) - (code + l->code_adaptive)),
 				.code = code,
 			};
 			if (n == 0 && empty_above)
@@ -509,6 +507,7 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 		return 0;
 	}
 	pages_reset(p);
+	py_codes_begin_read(p->codes);
 	*status = find_tstate(p, tid, ts, &tstate);
 	if (*status == PY_STACK_COMPLETE)
 		*status = current_frame(p, ts, &frame);

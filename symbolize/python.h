@@ -119,7 +119,12 @@ enum py_status {
 	PY_STACK_NO_THREAD,     /* no thread state has this tid (not a Python thread, or not yet/any more) */
 	PY_STACK_TORN,          /* a loop, a misaligned pointer, a wrong type, an implausible field */
 	PY_STACK_UNREADABLE,    /* a read of the target failed */
-	PY_STACK_TOO_DEEP,      /* more than PY_MAX_DEPTH frames, or more than the caller's room */
+	/*
+	 * More than PY_MAX_DEPTH frames, more than the caller's room, or more
+	 * new code objects than one read may decode (PY_MAX_DECODE) or the
+	 * process's cache may keep (PY_MAX_KEPT)
+	 */
+	PY_STACK_TOO_DEEP,
 	PY_STACK_UNSUPPORTED,   /* no reader (py_proc_new() refused the interpreter) */
 	PY_STACK_NR,
 };
@@ -127,9 +132,45 @@ enum py_status {
 /* A short lowercase name of S ("complete", "torn", ...), for counts and logs. */
 const char *py_status_name(enum py_status s);
 
+/*
+ * Bounds on what reading one stack may cost, whatever the target's memory
+ * holds; each walk over the target's data stops at one of them. A read
+ * costs at most PY_MAX_THREADS + 2 * PY_MAX_INTERPS thread and interpreter
+ * state headers, PY_MAX_DEPTH frames (each a frame and a code object
+ * header, and for a code object not cached yet two names' and a line
+ * table's headers), PY_MAX_DECODE bytes of names' characters and line
+ * tables, and PY_MAX_LINE_SCAN bytes of line tables scanned.
+ */
 #define PY_MAX_DEPTH 4096       /* frames walked per stack, shim frames included */
+#define PY_MAX_INTERPS 256      /* interpreters walked per thread lookup */
+#define PY_MAX_THREADS 16384    /* thread states walked per thread lookup, all interpreters */
 #define PY_MAX_STR 4096         /* bytes of a name, UTF-8: longer ones are taken as corrupt */
-#define PY_MAX_LINETABLE (1u << 20)
+#define PY_MAX_LINETABLE (1u << 20) /* bytes of one line table: a longer one is not read (no lines) */
+/*
+ * Bytes of names' characters and line tables one read may fetch for code
+ * objects not cached yet: 4096 code objects with mebibyte line tables
+ * were 3 GB read and kept for one stack. A real cold stack needs far less
+ * (a few hundred bytes a code object); one code object needs at most
+ * PY_MAX_LINETABLE plus two names, so every read decodes at least one and
+ * the next goes on from the cache.
+ */
+#define PY_MAX_DECODE (8u << 20)
+/*
+ * Bytes of line tables one read may scan to find lines, the longest table
+ * once: a function recursing 4096 deep at alternating offsets of a
+ * mebibyte table would scan 4 GiB (one of 40 kB took half a second a
+ * read). The lookups of a real stack scan a few kB each, and frames that
+ * did not move since the last read are not looked up again. Frames past it
+ * get no line (0) in this read.
+ */
+#define PY_MAX_LINE_SCAN (1u << 20)
+/*
+ * Bytes a process's code cache may keep (names, line tables and entries):
+ * a target making new code objects for every read would grow it without
+ * end. Past it a code object not cached ends its stack (PY_STACK_TOO_DEEP)
+ * and a new line table is not kept (no lines).
+ */
+#define PY_MAX_KEPT (64u << 20)
 
 /* py_frame.flags */
 enum {
@@ -258,18 +299,25 @@ struct py_codes;
 struct py_codes *py_codes_new(void);
 void py_codes_free(struct py_codes *c);
 
+/* A stack read begins: its budgets of PY_MAX_DECODE and PY_MAX_LINE_SCAN bytes are whole again. */
+void py_codes_begin_read(struct py_codes *c);
+
 /*
  * The code object at ADDR, whose first t->hdr_code bytes the caller has
  * read into HDR: from the cache when HDR still matches what it was decoded
  * from, else decoded (and cached). PY_STACK_COMPLETE with *OUT set, or why
- * it is not a usable code object (TORN, UNREADABLE). *OUT stays valid
+ * it is not a usable code object (TORN, UNREADABLE), or TOO_DEEP when
+ * decoding it would pass PY_MAX_DECODE or PY_MAX_KEPT. *OUT stays valid
  * until the next call.
  */
 enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64_t addr,
 			   const uint8_t *hdr, struct py_code **out);
 
-/* The line of byte offset OFF into the code (memoized py_linetable_line). */
-uint32_t py_code_line(struct py_code *code, int64_t off);
+/*
+ * The line of byte offset OFF into the code (memoized py_linetable_line),
+ * within C's budget of PY_MAX_LINE_SCAN bytes per read: 0 once it is spent.
+ */
+uint32_t py_code_line(struct py_codes *c, struct py_code *code, int64_t off);
 
 /*
  * The line of byte offset OFF of the code (instruction pointer minus

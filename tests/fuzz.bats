@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # SPDX-License-Identifier: MIT
 # Hostile inputs, hand-made and found by the fuzzers (make fuzz): report prints a report or
-# fails with one 'proftool: ' line in every format, symbolizing never crashes or hangs, and
-# the region file reader never crashes or reads what the file cannot hold.
+# fails with one 'proftool: ' line in every format, symbolizing never crashes or hangs, the
+# region file reader never crashes or reads what the file cannot hold, and the CPython stack
+# reader ends every walk of a forged process's memory within its bounds.
 
 load helpers
 
@@ -308,4 +309,107 @@ PYEOF
 		run timeout 120 "$TOOLS/fuzz-regions" "$@"
 		[ "$status" -eq 0 ]
 	fi
+}
+
+# pyfz FILE: fuzz-python's account of forged process FILE (PYFZ_VERBOSE: each read's status,
+# frames, calls and bytes, and its first four frames), into $output; never more than a page
+pyfz() {
+	run env PYFZ_VERBOSE=1 timeout 60 "$TOOLS/fuzz-python" "$1"
+	[ "$status" -eq 0 ] || { echo "fuzz-python $1: status $status: $output" >&2; return 1; }
+	[ "${#output}" -lt 4096 ] || { echo "fuzz-python $1: ${#output} bytes of output" >&2; return 1; }
+}
+
+# says TEXT: the last pyfz's output has TEXT
+says() {
+	[[ "$output" == *"$1"* ]] || { echo "'$1' is not in: $output" >&2; return 1; }
+}
+
+@test "forged Python processes: loops, huge lengths, pointers into themselves, each walk bounded" {
+	[ -x "$TOOLS/fuzz-python" ] || skip_or_fail "no $TOOLS/fuzz-python (make bats builds it)"
+	local v t
+	# fuzz/python_seeds.c's cases, for 3.11, 3.12 and 3.13: fuzz-python aborts when a frame
+	# breaks a promise of symbolize/python.h (names UTF-8 within PY_MAX_STR, known flags, code
+	# objects read) or a read costs more calls or bytes than the reader's bounds allow
+	mkdir seeds
+	"$TOOLS/python-seeds" seeds
+	[ "$(ls seeds | wc -l)" -ge 50 ]
+	run timeout 300 "$TOOLS/fuzz-python" seeds/*
+	[ "$status" -eq 0 ] || { echo "status $status: $output" >&2; return 1; }
+	for v in 311 312 313; do
+		pyfz seeds/good-$v
+		says "round 0 tid 100: complete, 3 frames,"
+		says "  /src/app.py:10(outer.<locals>.inner) line 11 flags 0"
+		# frame chains that loop: the frames before the loop, then torn, also from the caches
+		pyfz seeds/cycle-self-$v
+		says "round 0 tid 100: torn, 1 frames,"
+		says "round 1 tid 100: torn, 1 frames,"
+		pyfz seeds/cycle-two-$v
+		says "round 0 tid 100: torn, 2 frames,"
+		pyfz seeds/cycle-deep-$v
+		says "round 0 tid 100: torn, 21 frames,"
+		# a frame that is its own code object, a code object its own name and line table, a
+		# str whose UTF-8 copy is its own header (not UTF-8: its characters are taken)
+		pyfz seeds/self-pointers-$v
+		says "round 0 tid 100: torn, 0 frames,"
+		says "round 0 tid 200: torn, 0 frames,"
+		says "round 0 tid 300: complete, 2 frames,"
+		says "  /f.py:1(ππ) line 0 flags 0"
+		# lengths of 2^40, -1 and PY_MAX_STR + 1; characters past the end of the mapping
+		pyfz seeds/huge-lengths-$v
+		for t in 100 200 300; do
+			says "round 0 tid $t: torn, 0 frames,"
+		done
+		says "round 0 tid 400: unreadable, 0 frames,"
+		# strs of no kind, not compact, "ASCII" with bit 7; UTF-8 copies that are not UTF-8
+		pyfz seeds/bad-strs-$v
+		for t in 200 300 400; do
+			says "round 0 tid $t: torn, 0 frames,"
+		done
+		says "round 0 tid 500: complete, 4 frames,"
+		says "  /f.py:1(AB) line 1 flags 0"
+		# thread and interpreter lists that loop
+		pyfz seeds/list-cycles-$v
+		says "round 0 tid 100: complete, 1 frames,"
+		says "round 0 tid 200: torn, 0 frames,"
+		# the bounds: PY_MAX_DEPTH frames, PY_MAX_THREADS thread states, PY_MAX_DECODE bytes
+		# of names and line tables a read (the next goes on from the cache), PY_MAX_LINE_SCAN
+		pyfz seeds/deep-chain-$v
+		says "round 0 tid 100: too deep, 4096 frames,"
+		pyfz seeds/many-threads-$v
+		says "round 0 tid 400: torn, 0 frames,"
+		pyfz seeds/many-codes-$v
+		says "round 0 tid 100: too deep, 7 frames,"
+		says "round 1 tid 100: too deep, 14 frames,"
+		pyfz seeds/long-linetable-$v
+		says "round 0 tid 100: too deep, 4096 frames,"
+		says "  /f.py:10(alternating) line 11 flags 0"
+		pyfz seeds/wide-names-$v
+		says "round 0 tid 100: too deep, 1021 frames,"
+		# the memory changes under the walk; the process goes away, reads fail short
+		pyfz seeds/moving-$v
+		says "round 0 tid 100: complete, 3 frames,"
+		says "round 1 tid 100: torn, 3 frames,"
+		pyfz seeds/faults-$v
+		# a code object renamed between two reads is decoded again
+		pyfz seeds/renamed-$v
+		says "  /src/app.py:10(before) line 11 flags 0"
+		says "  /src/app.py:10(after) line 11 flags 0"
+		pyfz seeds/older-$v
+		says "refused: Python 3.10 is not supported (3.11 to 3.13 are)"
+	done
+	# a shim frame on top (3.12+): the innermost eval loop runs no Python frame yet; two
+	# shims in a row never happen; 3.11 has no shims
+	for v in 312 313; do
+		pyfz seeds/shims-$v
+		says "round 0 tid 100: complete, 2 frames,"
+		says "  /src/app.py:10(top) line 11 flags 3"
+		says "round 0 tid 200: torn, 0 frames,"
+	done
+	pyfz seeds/shims-311
+	says "round 0 tid 100: torn, 0 frames,"
+	pyfz seeds/newer-313
+	says "refused: Python 3.14 is not supported (the layout of its _Py_DebugOffsets is not known)"
+	# a 3.13 runtime whose _Py_DebugOffsets give a str header too short for its type
+	pyfz seeds/bad-offsets-313
+	says "refused: the layout of Python 3.13 is out of bounds"
 }

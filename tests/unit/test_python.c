@@ -460,6 +460,17 @@ static void unsupported(void)
 	put_debug_offsets(0x030d00f0, 0, "xdebugpy");
 	put64(runtime, 248, 2000);      /* within 64 KiB, but a frame header over PY_HDR_MAX */
 	refused(0x030d00f0, EPROTO, "out of bounds");
+	/* a str header of 8 bytes (state and length at 0): its ob_type would not be read */
+	put_debug_offsets(0x030d00f0, 0, "xdebugpy");
+	put64(runtime, 544, 0);
+	put64(runtime, 552, 0);
+	put64(runtime, 560, 8);
+	refused(0x030d00f0, EPROTO, "out of bounds");
+	/* nor a bytes object's of 8 (size at 0) */
+	put_debug_offsets(0x030d00f0, 0, "xdebugpy");
+	put64(runtime, 520, 0);
+	put64(runtime, 528, 8);
+	refused(0x030d00f0, EPROTO, "out of bounds");
 	runtime = UNMAPPED;
 	refused(0x030d00f0, EFAULT, "cannot read");
 }
@@ -552,6 +563,27 @@ static void hostile_memory(void)
 	bad = mk_code_named(other, mk_str("/f.py"), 1, mk_bytes(linetable, 4));
 	hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 0, PY_STACK_UNREADABLE);
 
+	/* a UTF-8 copy is taken when it is UTF-8; one with a surrogate, an overlong '/' or 0xff is not */
+	{
+		static const uint16_t pi[] = { 'p', 0x3c0 };
+		uint64_t s = mk_wide(KIND_UCS2, pi, 2), raw = alloc(16);
+
+		memcpy(heap + (raw - HEAP), "\xce\xb1\xce\xb2", 4);
+		put64(s, L->str_utf8, raw);
+		put64(s, L->str_utf8_length, 4);
+		bad = mk_code_named(mk_str("good"), s, 1, mk_bytes(linetable, 4));
+		hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 1, PY_STACK_COMPLETE);
+		CHECK(!strcmp(fr[0].filename, "\xce\xb1\xce\xb2"));
+		s = mk_wide(KIND_UCS2, pi, 2);
+		raw = alloc(16);
+		memcpy(heap + (raw - HEAP), "\xed\xa0\x80\xc0\xaf\xff", 6);
+		put64(s, L->str_utf8, raw);
+		put64(s, L->str_utf8_length, 6);
+		bad = mk_code_named(mk_str("good"), s, 1, mk_bytes(linetable, 4));
+		hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 1, PY_STACK_COMPLETE);
+		CHECK(!strcmp(fr[0].filename, "p\xcf\x80"));
+	}
+
 	/* line tables: of another type (a broken code object), huge, truncated: the frame stays, lineless */
 	bad = mk_code_named(mk_str("good"), mk_str("/f.py"), 10, mk_str("not bytes"));
 	hostile(p, ts, mk_frame(bad, 0, 0, OWNER_THREAD, false), 0, PY_STACK_TORN);
@@ -599,6 +631,94 @@ static void hostile_memory(void)
 	CHECK_EQ_U(py_read_stack(p, 555, fr, 8, &st), 0);
 	CHECK_EQ_U(st, PY_STACK_UNREADABLE);
 	py_proc_free(p);
+}
+
+/* A chain of N frames, each running its own code object named "good" with table TABLE, at OFF. */
+static uint64_t distinct_chain(int n, uint64_t table, int64_t off)
+{
+	uint64_t f = 0, name = mk_str("good"), file = mk_str("/src/app.py");
+
+	for (int i = 0; i < n; i++)
+		f = mk_frame(mk_code_named(name, file, 10, table), f, off, OWNER_THREAD, false);
+	return f;
+}
+
+/* What one read may decode (PY_MAX_DECODE) and scan (PY_MAX_LINE_SCAN), what a process keeps (PY_MAX_KEPT). */
+static void budgets(void)
+{
+	uint8_t *big = calloc(1, PY_MAX_LINETABLE);
+	struct py_proc *p;
+	enum py_status st;
+	uint64_t table, ts;
+	size_t n, with_lines = 0;
+	int tries;
+
+	/*
+	 * 20 code objects, each with a mebibyte table: one read decodes all
+	 * but one of those PY_MAX_DECODE holds (the names take a few bytes),
+	 * the next go on from there
+	 */
+	space(0x030c0000);
+	memcpy(big, linetable, sizeof(linetable));
+	table = mk_bytes(big, PY_MAX_LINETABLE);
+	ts = mk_tstate(100, distinct_chain(20, table, 4));
+	p = open_proc(0x030c01f0);
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_TOO_DEEP);
+	CHECK_EQ_U(n, PY_MAX_DECODE / PY_MAX_LINETABLE - 1);
+	CHECK_EQ_U(fr[n - 1].line, 11);
+	for (tries = 0; tries < 20 && st == PY_STACK_TOO_DEEP; tries++)
+		n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 20);
+	CHECK_EQ_U(tries, 20 / (PY_MAX_DECODE / PY_MAX_LINETABLE - 1));
+
+	/* 80 more: 63 tables are kept in all, the code objects after them have no lines */
+	set_current_frame(ts, distinct_chain(80, table, 4));
+	for (tries = 0; tries < 20; tries++) {
+		n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+		if (st != PY_STACK_TOO_DEEP)
+			break;
+	}
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 80);
+	for (size_t i = 0; i < n; i++)
+		with_lines += fr[i].line == 11;
+	CHECK_EQ_U(with_lines, 63 - 20);
+	CHECK_EQ_U(fr[0].line, 11);     /* the innermost were decoded first */
+	CHECK_EQ_U(fr[79].line, 0);
+	py_proc_free(p);
+
+	/*
+	 * One function at two offsets in turn, the last two entries of a table
+	 * of a quarter of PY_MAX_LINE_SCAN (lines 11 and 12): four lookups scan
+	 * the table; after them only the offset last looked up has its line
+	 * (from the memo).
+	 */
+	space(0x030c0000);
+	{
+		const size_t len = PY_MAX_LINE_SCAN / 4;
+		uint64_t code, f = 0;
+
+		memset(big, 0xf8, len);         /* no location, one code unit */
+		memcpy(big + len - 4, "\xe8\x02\xe8\x02", 4);
+		table = mk_bytes(big, len);
+		code = mk_code_named(mk_str("good"), mk_str("/src/app.py"), 10, table);
+		for (int i = 0; i < 8; i++)
+			f = mk_frame(code, f, 2 * (int64_t)(len - (i % 2 ? 3 : 4)), OWNER_THREAD, false);
+		mk_tstate(100, f);
+	}
+	p = open_proc(0x030c01f0);
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 8);
+	for (size_t i = 0; i < n; i++)
+		CHECK_EQ_U(fr[i].line, i % 2 ? 11 : i < 4 ? 12 : 0);
+	/* the next read has its budget again */
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(fr[0].line, 12);
+	py_proc_free(p);
+	free(big);
 }
 
 /* The caches notice a code object or a thread state replaced at the same address. */
@@ -720,6 +840,7 @@ int main(void)
 	RUN(good_313);
 	RUN(unsupported);
 	RUN(hostile_memory);
+	RUN(budgets);
 	RUN(cache_validity);
 	RUN(probe_files);
 	RUN(real_313_debug_offsets);
