@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/base.h"
+#include "base/text.h"
 
 
 struct py_codes {
@@ -134,42 +135,21 @@ static bool put_utf8(char *out, size_t *n, uint32_t cp)
 }
 
 /*
- * Whether S (N bytes) is UTF-8 as JSON wants it: no overlong forms,
- * surrogates or code points past U+10FFFF (jansson refuses such a name, and
- * the profile would lose it).
+ * Whether S (N bytes, S[N] a NUL; NULs inside are allowed, they become
+ * '?') is UTF-8 (base/text.h: no overlong forms, surrogates or code points
+ * past U+10FFFF). A cached copy that is not is the target's forgery, or
+ * memory being reused: the characters themselves are read instead.
  */
 static bool utf8_valid(const char *s, size_t n)
 {
-	const uint8_t *p = (const uint8_t *)s;
 	size_t i = 0;
 
 	while (i < n) {
-		uint32_t cp;
-		size_t more;
+		size_t k = s[i] ? text_utf8_len(s + i) : 1;
 
-		if (p[i] < 0x80) {
-			i++;
-			continue;
-		}
-		if ((p[i] & 0xe0) == 0xc0)
-			cp = p[i] & 0x1f, more = 1;
-		else if ((p[i] & 0xf0) == 0xe0)
-			cp = p[i] & 0x0f, more = 2;
-		else if ((p[i] & 0xf8) == 0xf0)
-			cp = p[i] & 0x07, more = 3;
-		else
+		if (!k || k > n - i)
 			return false;
-		if (more >= n - i)
-			return false;
-		for (size_t k = 1; k <= more; k++) {
-			if ((p[i + k] & 0xc0) != 0x80)
-				return false;
-			cp = cp << 6 | (p[i + k] & 0x3f);
-		}
-		if (cp < (more == 1 ? 0x80u : more == 2 ? 0x800u : 0x10000u) || cp > 0x10ffff ||
-		    (cp >= 0xd800 && cp < 0xe000))
-			return false;
-		i += more + 1;
+		i += k;
 	}
 	return true;
 }
@@ -237,8 +217,10 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 		if (utf8 && utf8_len >= len && utf8_len <= PY_MAX_STR) {
 			if (!take(c, (size_t)utf8_len))
 				return PY_STACK_TOO_DEEP;
-			if (py_target_read(t, utf8, c->str, (size_t)utf8_len) &&
-			    utf8_valid(c->str, (size_t)utf8_len)) {
+			bool got = py_target_read(t, utf8, c->str, (size_t)utf8_len);
+
+			c->str[utf8_len] = '\0';
+			if (got && utf8_valid(c->str, (size_t)utf8_len)) {
 				for (n = 0; n < (size_t)utf8_len; n++)
 					if (!c->str[n])
 						c->str[n] = '?';

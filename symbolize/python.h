@@ -195,8 +195,10 @@ enum {
 };
 
 struct py_frame {
-	const char *qualname;   /* co_qualname, UTF-8; owned by the py_proc */
-	const char *filename;   /* co_filename, UTF-8; owned by the py_proc */
+	const char *qualname;   /* co_qualname as UTF-8; owned by the py_proc */
+	const char *filename;   /* co_filename as UTF-8, but for surrogate escapes (a file
+				   name that is not UTF-8), which are their bytes again;
+				   owned by the py_proc */
 	uint32_t firstlineno;   /* co_firstlineno */
 	uint32_t line;          /* line being run, from the location table; 0 when unknown */
 	uint32_t flags;         /* PY_FRAME_* */

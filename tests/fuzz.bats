@@ -328,8 +328,9 @@ says() {
 	[ -x "$TOOLS/fuzz-python" ] || skip_or_fail "no $TOOLS/fuzz-python (make bats builds it)"
 	local v t
 	# fuzz/python_seeds.c's cases, for 3.11, 3.12 and 3.13: fuzz-python aborts when a frame
-	# breaks a promise of symbolize/python.h (names UTF-8 within PY_MAX_STR, known flags, code
-	# objects read) or a read costs more calls or bytes than the reader's bounds allow
+	# breaks a promise of symbolize/python.h (names within PY_MAX_STR, stored and read back
+	# exactly, known flags, code objects read) or a read costs more calls or bytes than the
+	# reader's bounds allow
 	mkdir seeds
 	"$TOOLS/python-seeds" seeds
 	[ "$(ls seeds | wc -l)" -ge 50 ]
