@@ -119,7 +119,7 @@ static const char *pick_match(const struct profile *p, uint64_t *h)
 
 static void run_reports(const struct profile *p, uint64_t h)
 {
-	const char *inputs[] = { "fuzz.data" };
+	const char *inputs[] = { "fuzz.data", "other.data" };
 	struct report_opts o;
 	struct report_diff_opts d;
 

@@ -34,8 +34,10 @@ rec recurse -g fp -- "$build/workloads/recurse" 0.05
 # stacks deeper than the copy: unwind stops in meta, [truncated] roots
 rec deep -g dwarf --stack-size 1024 -- "$build/workloads-nofp/deep" 0.05 100
 rec sleepy-wall --mode wall -- "$build/workloads/sleepy" 0.05
+# names that are not UTF-8 ({"$bytes": ...} strings, version 2), a region, a 6000-byte symbol
+rec names -g fp -- "$build/workloads/names" 0.05 "$(printf 'caf\351')"
 # the reader takes plain JSON too, and JSON is what mutations can work on
-for f in split-fp threads deep; do
+for f in split-fp threads deep names; do
 	[ -s "$prof/$f.data" ] && gzip -dc <"$prof/$f.data" >"$prof/$f.json"
 done
 # a Python job's profile (Python functions, meta.python), as tests/report_python.bats reads
