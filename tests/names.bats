@@ -55,9 +55,11 @@ every_format() {
 	grep -qE ' caf\\xe9$' <<<"$output"
 	# filters name them as reports print them, or by their bytes
 	run --separate-stderr "$PROFTOOL" report -i n.data --comm 'w\xff' --format folded
-	[ "$status" -eq 0 ] && [ -n "$output" ]
+	[ "$status" -eq 0 ]
+	[ -n "$output" ]
 	run --separate-stderr "$PROFTOOL" report -i n.data --comm $'w\xff' --format folded
-	[ "$status" -eq 0 ] && [ -n "$output" ]
+	[ "$status" -eq 0 ]
+	[ -n "$output" ]
 	run --separate-stderr "$PROFTOOL" report -i n.data --region $'caf\xe9' --format folded
 	[ "$status" -eq 0 ]
 	[ "$(cum_share 'work_caf\\xe9' <<<"$output")" = 100.0 ]
