@@ -269,7 +269,7 @@ start_long_record() {
 	anon=$(awk '{ n = $NF; t += n; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
 		if (f[k] ~ /^\[anon\]\+0x/) a += n } END { printf "%.1f\n", 100 * a / t }' remap.folded)
 	at_least "$anon" 10
-	! grep -q '^\[unknown\] ' remap.folded
+	run ! grep -q '^\[unknown\] ' remap.folded
 }
 
 @test "a target that closes every inherited file descriptor: profile complete, both backends" {

@@ -147,7 +147,7 @@ check_split() {
 	check_split split.data
 	if [ "$paranoid" -eq 2 ] && [ "${#AS_USER[@]}" -gt 0 ]; then
 		# paranoid 2 lets unprivileged users sample user space only
-		! grep -q '\[kernel\]' split.data.folded
+		run ! grep -q '\[kernel\]' split.data.folded
 	fi
 }
 

@@ -455,7 +455,7 @@ for _ in range(1000000):
 	rgn_read "$(only_file)" >read.txt
 	[ "$(value dropped header <read.txt)" = 29 ]
 	[ "$(value next_id header <read.txt)" = 12 ]
-	! grep -q '^segment ' read.txt
+	run ! grep -q '^segment ' read.txt
 }
 
 @test "a full disk: events dropped and counted, and no SIGBUS" {
