@@ -41,7 +41,8 @@ pause_resume() {
 	wait_file in_b
 	burn_ticks "$(pgrep -n -f "$PH")" 20
 	run "$PROFTOOL" control ctl pause
-	[ "$status" -eq 0 ] && [ -z "$output" ]
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
 	touch go_c
 	wait_file in_c
 	burn_ticks "$(pgrep -n -f "$PH")" 30
@@ -53,10 +54,13 @@ pause_resume() {
 	touch go_e
 	wait "$rec"
 	rec=
-	grep -q 'paused at' err.txt && grep -q 'resumed at' err.txt
+	grep -q 'paused at' err.txt
+	grep -q 'resumed at' err.txt
 	# nothing of phase c, which ran while paused; the others are there
 	[ "$(self f_c c.data)" -eq 0 ]
-	[ "$(self f_a c.data)" -gt 0 ] && [ "$(self f_b c.data)" -gt 0 ] && [ "$(self f_d c.data)" -gt 0 ]
+	[ "$(self f_a c.data)" -gt 0 ]
+	[ "$(self f_b c.data)" -gt 0 ]
+	[ "$(self f_d c.data)" -gt 0 ]
 	run "$PROFTOOL" report c.data
 	[[ $output == *"Paused 1 time, "* ]]
 	# the FIFO proftool made is gone with it
@@ -114,7 +118,8 @@ delayed() {
 	rec=
 	# a ran before the resume: in neither file
 	[ "$(self f_a p.data.1 p.data)" -eq 0 ]
-	[ "$(self f_b p.data.1)" -gt 0 ] && [ "$(self f_c p.data.1)" -eq 0 ]
+	[ "$(self f_b p.data.1)" -gt 0 ]
+	[ "$(self f_c p.data.1)" -eq 0 ]
 	[ "$(self f_c p.data)" -gt 0 ]
 	run "$PROFTOOL" report p.data.1
 	[[ $output == *"Snapshot 1 of a recording"* && $output == *"Paused 1 time"* ]]
@@ -158,7 +163,9 @@ EOF
 	# the two newest are kept: the highest numbers, and more than 2 were written
 	last=$(sed 's/.*\.//' list.txt | sort -n | tail -1)
 	[ "$last" -gt 2 ]
-	[ -e "z.data.$last" ] && [ -e "z.data.$((last - 1))" ] && [ ! -e z.data.1 ]
+	[ -e "z.data.$last" ]
+	[ -e "z.data.$((last - 1))" ]
+	[ ! -e z.data.1 ]
 	for f in $(cat list.txt); do
 		at_least "$(samples "$f")" 1
 	done

@@ -151,7 +151,8 @@ header_samples() {
 	[ "$status" -eq 0 ]
 	on=$(sed -n 's/^Thread states: on CPU (running or runnable) \([0-9]*\) .*/\1/p' <<<"$output")
 	off=$(sed -n 's/.*off CPU (sleeping, blocked) \([0-9]*\) .*/\1/p' <<<"$output")
-	[ -n "$on" ] && [ -n "$off" ]
+	[ -n "$on" ]
+	[ -n "$off" ]
 	rows=$(awk '/^ *[0-9]+\/[0-9]+ / { split($1, n, "/"); print n[1], $NF }' <<<"$output")
 	[ "$(head -1 <<<"$rows")" = "$on on-cpu" ]
 	[ "$(sed -n 2p <<<"$rows")" = "$off off-cpu" ]
