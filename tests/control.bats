@@ -13,6 +13,9 @@ PH=$WORKLOADS/phases
 PYTHON_TREE=$(cd "$BATS_TEST_DIRNAME/../python" && pwd)
 
 teardown() {
+	# the recorder's command first: once the recorder is gone it would run on, and hold the
+	# output bats waits on (a test that failed while phases waited for a file hung the suite)
+	[ -n "${rec:-}" ] && pkill -KILL -P "$rec" 2>/dev/null
 	[ -n "${rec:-}" ] && kill -KILL "$rec" 2>/dev/null
 	[ -n "${target:-}" ] && kill -KILL "$target" 2>/dev/null
 	pkill -KILL -f "$PH" -P $$ 2>/dev/null
