@@ -11,7 +11,7 @@ load helpers
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	mounts=()       # unmounted in teardown
-	tmpdirs=()      # directories outside BATS_TEST_TMPDIR, removed in teardown
+	tmpdirs=()      # directories outside BATS_TEST_TMPDIR, removed in teardown (and $pub)
 	pids=()         # PID:STARTTIME of processes killed in teardown if still there
 }
 
@@ -41,6 +41,7 @@ teardown() {
 	for m in "${tmpdirs[@]}"; do
 		rm -rf "$m"
 	done
+	[ -z "${pub:-}" ] || rm -rf "$pub"
 	return 0
 }
 
@@ -78,22 +79,6 @@ peak_rss() {
 r = subprocess.run(sys.argv[1:]).returncode
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 sys.exit(r)' "$@"
-}
-
-# public_dir: a directory under /tmp that 'nobody' can use (bats's own are private), with
-# copies of proftool and the workloads NAMES... it runs; its path in $pub
-public_dir() {
-	local w
-
-	pub=$(mktemp -d /tmp/proftool-faults.XXXXXX)
-	tmpdirs+=("$pub")
-	chmod 0755 "$pub"
-	cp "$PROFTOOL" "$pub/proftool"
-	for w in "$@"; do
-		cp "$w" "$pub/"
-	done
-	chmod 0755 "$pub"/*
-	mkdir -m 0777 "$pub/out"
 }
 
 # mount_tmpfs DIR OPTIONS: a small tmpfs at DIR, unmounted in teardown; skips when not allowed

@@ -34,14 +34,12 @@ setup() {
 		chmod 0777 "$work"
 	fi
 	cd "$work" || return 1
-	# the user must be able to run the programs: copy them when the checkout is private
-	proftool=$PROFTOOL split=$WORKLOADS/split exitcode=$WORKLOADS/exitcode
-	if ! "${AS_USER[@]}" test -x "$proftool" -a -x "$split" -a -x "$exitcode"; then
-		mkdir -m 0755 bin
-		cp "$PROFTOOL" "$WORKLOADS/split" "$WORKLOADS/exitcode" bin/
-		chmod 0755 bin/*
-		proftool=$work/bin/proftool split=$work/bin/split exitcode=$work/bin/exitcode
-	fi
+	# the user must be able to run the programs and read their symbols: copies, since the
+	# checkout may be private (in root's 0700 home), or readable but not all the way
+	mkdir -m 0755 bin
+	cp "$PROFTOOL" "$WORKLOADS/split" "$WORKLOADS/exitcode" bin/
+	chmod 0755 bin/*
+	proftool=$work/bin/proftool split=$work/bin/split exitcode=$work/bin/exitcode
 }
 
 teardown() {
