@@ -320,8 +320,12 @@ hup_attach() {
 
 # The ring buffers cannot be made smaller from the command line, so they are made to overflow
 # the sure way: proftool is stopped (SIGSTOP) while its target burns 0.3 s of CPU, which at
-# -F 10000 is 3000 samples of 32 KiB stack each against a few MiB of buffer.
-@test "ring buffers overflowing at -F 10000: the loss is counted in the closing line and the header" {
+# -F 10000 is 3000 samples of 32 KiB stack each against a few MiB of buffer. Which thread
+# loses them is the scheduler's doing: a full ring buffer drops what its CPU runs, and a
+# thread that ran alone while proftool was stopped loses them all (a Debian 12 chroot kept
+# spin_odd at 68.6% of 50). So the header gives the bound (a share is off by at most the
+# lost fraction) and the shares are held to it.
+@test "ring buffers overflowing at -F 10000: the loss counted in the closing line and the header, the shares within its bound" {
 	"$PROFTOOL" record -F 10000 -o over.data -- "$WORKLOADS_NOFP/spinners" 2 1 2>over.err &
 	rec=$!
 	track "$rec"
@@ -342,13 +346,22 @@ hup_attach() {
 	run --separate-stderr "$PROFTOOL" report over.data
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"$samples samples over "* ]]
-	[[ "$output" == *"Lost samples: $lost ("* ]]
+	pct=$(awk -v l="$lost" -v n="$samples" 'BEGIN { printf "%.1f", 100 * l / (l + n) }')
+	[[ "$output" == *"Lost samples: $lost ($pct%), so a share below may be off by up to $pct points; "* ]] ||
+		{ grep '^Lost' <<<"$output"; false; }
 	# what was kept and what was lost add up to the CPU time sampled at 10 kHz
 	total=$(pjson over.data '(len(p["samples"]["thread"]) + p["meta"]["lost"]) / (p["meta"]["cpu_time_ns"] / 1e9 * 10000)')
 	near "$total" 1 0.3
+	# the two threads do the same work: each share is within the bound of 50, give or take
+	# 5 points of sampling noise
 	run --separate-stderr "$PROFTOOL" report --format folded over.data
-	near "$(self_share spin_odd <<<"$output")" 50 15
-	near "$(self_share spin_even <<<"$output")" 50 15
+	[ "$status" -eq 0 ]
+	odd=$(self_share spin_odd <<<"$output")
+	even=$(self_share spin_even <<<"$output")
+	echo "lost $pct%: spin_odd $odd%, spin_even $even%"
+	near "$odd" 50 "$(awk -v p="$pct" 'BEGIN { print p + 5 }')"
+	near "$even" 50 "$(awk -v p="$pct" 'BEGIN { print p + 5 }')"
+	at_least "$(awk -v a="$odd" -v b="$even" 'BEGIN { print a + b }')" 95
 	at_least "$(ancestor_share spin_odd start_thread <<<"$output")" 90
 	no_temp_files .
 }
