@@ -161,7 +161,7 @@ load helpers
 		! readelf -S "d-$where/split" | grep -q '\.debug_info' || false
 		record_to "dl-$where.data" -- "d-$where/split" 0.3
 		run --separate-stderr "$PROFTOOL" report "dl-$where.data"
-		[ "$status" -eq 0 ]
+		[ "$status" -eq 0 ] || { echo "$where: status $status: $stderr"; false; }
 		[[ "$output" == *"tests/workloads/split.c:"*"(leaf_a)"* ]] || { echo "$where: $output"; false; }
 	done
 }
