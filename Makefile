@@ -149,11 +149,13 @@ leaks: all $(WL_BINS)
 	PROFTOOL=$(abspath $(O)/proftool) WORKLOADS=$(abspath $(O)/workloads) \
 		$(BATS) --tap tests/leaks/*.bats
 
-# Banned calls (curl's checksrc in miniature): they cannot report errors or overflow.
+# Banned calls (curl's checksrc in miniature): they cannot report errors or overflow. And in
+# the bats suites, a bare '! CMD', which set -e ignores: it can never fail its test.
 lint:
 	@if grep -nE '\b(sprintf|strcpy|strcat|strtok|atoi|atol|gets)\s*\(' \
 		$(LIB_SRCS) $(RT_SRCS) $(CMD_SRCS) $(wildcard */*.h); then \
 		echo "proftool: banned call above; use snprintf, strtoul with checks, ..." >&2; exit 1; fi
+	@awk -f scripts/lint-bats.awk tests/*.bats tests/helpers.bash $(wildcard tests/leaks/*.bats) >&2
 
 # Symbol hygiene: no name proftool defines is one a library it loads exports.
 lint-symbols: all

@@ -174,14 +174,12 @@ signal_attach() {
 @test "an unprivileged user cannot attach to another user's process" {
 	need_nobody
 	# a directory of this test's own where nobody could write the profile (not a name in /tmp
-	# that another run may have left)
-	pub=$(mktemp -d /tmp/proftool-attach.XXXXXX)
-	mkdir -m 0777 "$pub/out"
-	chmod 0755 "$pub"
+	# that another run may have left), and a copy of proftool nobody can run
+	public_dir
 	"$WORKLOADS_NOFP/split" 8 >/dev/null 2>&1 &
 	target=$!
 	disown "$target"   # killed in teardown: no job notice
-	run --separate-stderr "${AS_NOBODY[@]}" "$PROFTOOL" attach -q --duration 0.5 -o "$pub/out/never.data" "$target"
+	run --separate-stderr "${AS_NOBODY[@]}" "$pub/proftool" attach -q --duration 0.5 -o "$pub/out/never.data" "$target"
 	[ "$status" -eq 1 ]
 	one_error_line
 	[[ "$stderr" == *"not allowed"* ]]

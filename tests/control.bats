@@ -13,6 +13,9 @@ PH=$WORKLOADS/phases
 PYTHON_TREE=$(cd "$BATS_TEST_DIRNAME/../python" && pwd)
 
 teardown() {
+	# the recorder's command first: once the recorder is gone it would run on, and hold the
+	# output bats waits on (a test that failed while phases waited for a file hung the suite)
+	[ -n "${rec:-}" ] && pkill -KILL -P "$rec" 2>/dev/null
 	[ -n "${rec:-}" ] && kill -KILL "$rec" 2>/dev/null
 	[ -n "${target:-}" ] && kill -KILL "$target" 2>/dev/null
 	pkill -KILL -f "$PH" -P $$ 2>/dev/null
@@ -41,7 +44,8 @@ pause_resume() {
 	wait_file in_b
 	burn_ticks "$(pgrep -n -f "$PH")" 20
 	run "$PROFTOOL" control ctl pause
-	[ "$status" -eq 0 ] && [ -z "$output" ]
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
 	touch go_c
 	wait_file in_c
 	burn_ticks "$(pgrep -n -f "$PH")" 30
@@ -53,10 +57,13 @@ pause_resume() {
 	touch go_e
 	wait "$rec"
 	rec=
-	grep -q 'paused at' err.txt && grep -q 'resumed at' err.txt
+	grep -q 'paused at' err.txt
+	grep -q 'resumed at' err.txt
 	# nothing of phase c, which ran while paused; the others are there
 	[ "$(self f_c c.data)" -eq 0 ]
-	[ "$(self f_a c.data)" -gt 0 ] && [ "$(self f_b c.data)" -gt 0 ] && [ "$(self f_d c.data)" -gt 0 ]
+	[ "$(self f_a c.data)" -gt 0 ]
+	[ "$(self f_b c.data)" -gt 0 ]
+	[ "$(self f_d c.data)" -gt 0 ]
 	run "$PROFTOOL" report c.data
 	[[ $output == *"Paused 1 time, "* ]]
 	# the FIFO proftool made is gone with it
@@ -71,13 +78,14 @@ pause_resume() {
 	pause_resume ptrace
 }
 
-# delayed BACKEND: --delay past phase a keeps only phase b
+# delayed BACKEND: --delay past phase a keeps only phase b (its last second of wall time:
+# how many samples that is depends on how busy the machine is, so no count is expected)
 delayed() {
 	record_to d.data --backend "$1" --delay 3 -- "$PH" a:1 b:3
 	[ "$(self f_a d.data)" -eq 0 ]
-	# b is what was sampled (counts, not seconds: on a busy machine b gets less CPU time)
-	at_least "$(samples d.data)" 100
-	at_least "$(self f_b d.data)" "$(($(samples d.data) * 90 / 100))"
+	b=$(self f_b d.data)
+	[ "$b" -gt 0 ]
+	at_least "$b" $((9 * $(samples d.data) / 10))
 	run "$PROFTOOL" report d.data
 	[[ $output == *"Paused 1 time, 3."* ]]
 }
@@ -120,7 +128,8 @@ delayed() {
 	rec=
 	# a ran before the resume: in neither file
 	[ "$(self f_a p.data.1 p.data)" -eq 0 ]
-	[ "$(self f_b p.data.1)" -gt 0 ] && [ "$(self f_c p.data.1)" -eq 0 ]
+	[ "$(self f_b p.data.1)" -gt 0 ]
+	[ "$(self f_c p.data.1)" -eq 0 ]
 	[ "$(self f_c p.data)" -gt 0 ]
 	run "$PROFTOOL" report p.data.1
 	[[ $output == *"Snapshot 1 of a recording"* && $output == *"Paused 1 time"* ]]
@@ -136,16 +145,16 @@ delayed() {
 		total=$((total + c))
 	done
 	# every file is a valid profile of its own, and merged they are the whole recording,
-	# one process and one thread, not one per file
+	# one process and one thread, not one per file; no sample was dropped between the files:
+	# they hold what the CPU time the target had is worth at -F 999 (4 s of wall time on a
+	# busy machine are much less)
 	[ "$(samples s.data s.data.*)" -eq "$total" ]
-	# and no part lost its samples: as many as the CPU time the parts counted makes at 999 Hz
-	# (on a busy machine the 4 s of phases get less CPU time, so that, not 4 s, is the measure)
-	cpu_ms=0
+	cpu=0
 	for f in s.data s.data.*; do
-		cpu_ms=$((cpu_ms + $(pjson "$f" 'p["meta"]["cpu_time_ns"] // 1000000')))
+		cpu=$((cpu + $(pjson "$f" 'p["meta"]["cpu_time_ns"]')))
 	done
-	at_least "$cpu_ms" 500
-	at_least "$total" "$((cpu_ms * 999 / 1000 * 85 / 100))"
+	at_least "$total" $((cpu * 999 / 1000000000 * 9 / 10))
+	at_least "$total" 100
 	run "$PROFTOOL" report s.data.* s.data
 	[[ $output == *"from 1 process and 1 thread"* ]]
 	# the shares follow the phases: the first second is a's, the third b's
@@ -171,7 +180,9 @@ EOF
 	# the two newest are kept: the highest numbers, and more than 2 were written
 	last=$(sed 's/.*\.//' list.txt | sort -n | tail -1)
 	[ "$last" -gt 2 ]
-	[ -e "z.data.$last" ] && [ -e "z.data.$((last - 1))" ] && [ ! -e z.data.1 ]
+	[ -e "z.data.$last" ]
+	[ -e "z.data.$((last - 1))" ]
+	[ ! -e z.data.1 ]
 	for f in $(cat list.txt); do
 		at_least "$(samples "$f")" 1
 	done

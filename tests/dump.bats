@@ -313,8 +313,9 @@ check_python() {
 
 @test "dump: an unprivileged user cannot read another user's process" {
 	need_nobody
+	public_dir
 	start_blocked
-	run --separate-stderr "${AS_NOBODY[@]}" "$PROFTOOL" dump "$target"
+	run --separate-stderr "${AS_NOBODY[@]}" "$pub/proftool" dump "$target"
 	[ "$status" -eq 1 ]
 	one_error_line
 	[[ "$stderr" == "proftool: not allowed to read process $target of another user; run as its owner or as root (CAP_SYS_PTRACE)"* ]]
@@ -326,16 +327,16 @@ check_python() {
 	need_nobody
 	scope=$(cat /proc/sys/kernel/yama/ptrace_scope 2>/dev/null || echo 0)
 	[ "$scope" = 0 ] || skip "kernel.yama.ptrace_scope $scope: a user may trace only its own children"
-	pub=$(mktemp -d /tmp/proftool-dump.XXXXXX)
-	chmod 0777 "$pub"
-	cd "$pub"
+	# nobody's copies of proftool and the workload, which it must be able to read for its symbols
+	public_dir "$WORKLOADS_NOFP/blocked"
+	cd "$pub/out"
 	mkfifo -m 0666 fifo
-	"${AS_NOBODY[@]}" "$WORKLOADS_NOFP/blocked" fifo ready >target.out 2>&1 &
+	"${AS_NOBODY[@]}" "$pub/blocked" fifo ready >target.out 2>&1 &
 	target=$!
 	wait_ready
 	wait_syscall "$(tid_of blk-reader)" 0
 	reader=$(tid_of blk-reader)
-	run --separate-stderr "${AS_NOBODY[@]}" "$PROFTOOL" dump --kernel "$target"
+	run --separate-stderr "${AS_NOBODY[@]}" "$pub/proftool" dump --kernel "$target"
 	[ "$status" -eq 0 ] || { echo "dump exited $status: $stderr"; false; }
 	[ -z "$stderr" ]
 	[ "$(grep -c '^Thread ' <<<"$output")" -eq 4 ]

@@ -53,7 +53,7 @@ load helpers
 	[[ "$output" == *"Unwinding stopped early: "*" stack copy too small"* ]] ||
 		[[ "$output" == *"Unwinding stopped early: "*" too many frames"* ]]
 	# never a wrong caller: nothing but dive above bottom, under [truncated]
-	! "$PROFTOOL" report --format folded deep.data | grep ';bottom ' | grep -vq '^\[truncated\];\(dive;\)*bottom '
+	! "$PROFTOOL" report --format folded deep.data | grep ';bottom ' | grep -vq '^\[truncated\];\(dive;\)*bottom ' || false
 }
 
 @test "--stack-size is honoured: a larger copy reaches deeper" {
@@ -161,7 +161,7 @@ load helpers
 		! readelf -S "d-$where/split" | grep -q '\.debug_info' || false
 		record_to "dl-$where.data" -- "d-$where/split" 0.3
 		run --separate-stderr "$PROFTOOL" report "dl-$where.data"
-		[ "$status" -eq 0 ]
+		[ "$status" -eq 0 ] || { echo "$where: status $status: $stderr"; false; }
 		[[ "$output" == *"tests/workloads/split.c:"*"(leaf_a)"* ]] || { echo "$where: $output"; false; }
 	done
 }

@@ -98,7 +98,7 @@ assert root.get("is_parallel") is True
 ' t.json
 	# one thread alone: nothing is parallel (tests/unit/test_stats.c checks threads one after the other)
 	"$PROFTOOL" report --format timers --comm worker-1 t.data >w1.json
-	! grep -q is_parallel w1.json
+	run ! grep -q is_parallel w1.json
 }
 
 @test "diff: the function that grew comes first, with the change in points" {

@@ -11,7 +11,7 @@ load helpers
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 	mounts=()       # unmounted in teardown
-	tmpdirs=()      # directories outside BATS_TEST_TMPDIR, removed in teardown
+	tmpdirs=()      # directories outside BATS_TEST_TMPDIR, removed in teardown (and $pub)
 	pids=()         # PID:STARTTIME of processes killed in teardown if still there
 }
 
@@ -41,6 +41,7 @@ teardown() {
 	for m in "${tmpdirs[@]}"; do
 		rm -rf "$m"
 	done
+	[ -z "${pub:-}" ] || rm -rf "$pub"
 	return 0
 }
 
@@ -78,22 +79,6 @@ peak_rss() {
 r = subprocess.run(sys.argv[1:]).returncode
 print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
 sys.exit(r)' "$@"
-}
-
-# public_dir: a directory under /tmp that 'nobody' can use (bats's own are private), with
-# copies of proftool and the workloads NAMES... it runs; its path in $pub
-public_dir() {
-	local w
-
-	pub=$(mktemp -d /tmp/proftool-faults.XXXXXX)
-	tmpdirs+=("$pub")
-	chmod 0755 "$pub"
-	cp "$PROFTOOL" "$pub/proftool"
-	for w in "$@"; do
-		cp "$w" "$pub/"
-	done
-	chmod 0755 "$pub"/*
-	mkdir -m 0777 "$pub/out"
 }
 
 # mount_tmpfs DIR OPTIONS: a small tmpfs at DIR, unmounted in teardown; skips when not allowed
@@ -179,7 +164,7 @@ start_long_record() {
 	run --separate-stderr "$PROFTOOL" record -g fp -o burst.data -- "$WORKLOADS/burst" 200
 	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 	[[ "$stderr" == "proftool: wrote burst.data: "*" samples, 0 lost, "* ]] ||
-		skip "samples were lost even with -g fp: $stderr"
+		skip_or_fail "samples were lost even with -g fp: $stderr"
 	[ "$(pjson burst.data 'len(p["processes"])')" -eq 201 ]
 	[ "$(pjson burst.data 'sum(pr["comm"] == "burst-child" and pr["ppid"] > 0 for pr in p["processes"])')" -eq 200 ]
 	# each child burns about 5 ms: nearly every one has samples
@@ -269,7 +254,7 @@ start_long_record() {
 	anon=$(awk '{ n = $NF; t += n; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
 		if (f[k] ~ /^\[anon\]\+0x/) a += n } END { printf "%.1f\n", 100 * a / t }' remap.folded)
 	at_least "$anon" 10
-	! grep -q '^\[unknown\] ' remap.folded
+	run ! grep -q '^\[unknown\] ' remap.folded
 }
 
 @test "a target that closes every inherited file descriptor: profile complete, both backends" {
@@ -335,8 +320,12 @@ hup_attach() {
 
 # The ring buffers cannot be made smaller from the command line, so they are made to overflow
 # the sure way: proftool is stopped (SIGSTOP) while its target burns 0.3 s of CPU, which at
-# -F 10000 is 3000 samples of 32 KiB stack each against a few MiB of buffer.
-@test "ring buffers overflowing at -F 10000: the loss is counted in the closing line and the header" {
+# -F 10000 is 3000 samples of 32 KiB stack each against a few MiB of buffer. Which thread
+# loses them is the scheduler's doing: a full ring buffer drops what its CPU runs, and a
+# thread that ran alone while proftool was stopped loses them all (a Debian 12 chroot kept
+# spin_odd at 68.6% of 50). So the header gives the bound (a share is off by at most the
+# lost fraction) and the shares are held to it.
+@test "ring buffers overflowing at -F 10000: the loss counted in the closing line and the header, the shares within its bound" {
 	"$PROFTOOL" record -F 10000 -o over.data -- "$WORKLOADS_NOFP/spinners" 2 1 2>over.err &
 	rec=$!
 	track "$rec"
@@ -357,13 +346,22 @@ hup_attach() {
 	run --separate-stderr "$PROFTOOL" report over.data
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"$samples samples over "* ]]
-	[[ "$output" == *"Lost samples: $lost ("* ]]
+	pct=$(awk -v l="$lost" -v n="$samples" 'BEGIN { printf "%.1f", 100 * l / (l + n) }')
+	[[ "$output" == *"Lost samples: $lost ($pct%), so a share below may be off by up to $pct points; "* ]] ||
+		{ grep '^Lost' <<<"$output"; false; }
 	# what was kept and what was lost add up to the CPU time sampled at 10 kHz
 	total=$(pjson over.data '(len(p["samples"]["thread"]) + p["meta"]["lost"]) / (p["meta"]["cpu_time_ns"] / 1e9 * 10000)')
 	near "$total" 1 0.3
+	# the two threads do the same work: each share is within the bound of 50, give or take
+	# 5 points of sampling noise
 	run --separate-stderr "$PROFTOOL" report --format folded over.data
-	near "$(self_share spin_odd <<<"$output")" 50 15
-	near "$(self_share spin_even <<<"$output")" 50 15
+	[ "$status" -eq 0 ]
+	odd=$(self_share spin_odd <<<"$output")
+	even=$(self_share spin_even <<<"$output")
+	echo "lost $pct%: spin_odd $odd%, spin_even $even%"
+	near "$odd" 50 "$(awk -v p="$pct" 'BEGIN { print p + 5 }')"
+	near "$even" 50 "$(awk -v p="$pct" 'BEGIN { print p + 5 }')"
+	at_least "$(awk -v a="$odd" -v b="$even" 'BEGIN { print a + b }')" 95
 	at_least "$(ancestor_share spin_odd start_thread <<<"$output")" 90
 	no_temp_files .
 }

@@ -94,6 +94,24 @@ need_nobody() {
 	AS_NOBODY=(setpriv --reuid="$nobody_uid" --regid="$(id -g nobody)" --clear-groups --)
 }
 
+# public_dir [FILE...]: a directory under /tmp for tests that run something as another user,
+# its path in $pub: world-readable copies of proftool ($pub/proftool) and of each FILE, and a
+# world-writable $pub/out. Whatever that user runs or reads must come from there: bats's
+# directories are private, and so may be the checkout (in root's 0700 home the user could
+# neither run $PROFTOOL nor read a workload's symbols). The suite's teardown removes $pub.
+public_dir() {
+	local f
+
+	pub=$(mktemp -d /tmp/proftool-pub.XXXXXX)
+	chmod 0755 "$pub"
+	cp "$PROFTOOL" "$pub/proftool"
+	for f in "$@"; do
+		cp "$f" "$pub/"
+	done
+	chmod 0755 "$pub"/*
+	mkdir -m 0777 "$pub/out"
+}
+
 setup() {
 	cd "$BATS_TEST_TMPDIR" || return 1
 }

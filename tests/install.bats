@@ -32,7 +32,8 @@ install_to() {
 }
 
 need_bash_completion() {
-	[ -f "$BASH_COMPLETION" ] || skip "bash-completion is not installed (Debian package bash-completion)"
+	need_package bash-completion
+	[ -f "$BASH_COMPLETION" ] || skip_or_fail "no $BASH_COMPLETION, which the Debian package bash-completion installs"
 }
 
 @test "make install puts each file in its place under DESTDIR with its mode; make uninstall removes them all" {
@@ -98,8 +99,8 @@ need_bash_completion() {
 }
 
 @test "the installed man page renders, and man finds it under DESTDIR's share/man" {
-	command -v man >/dev/null || skip "man is not installed (Debian package man-db)"
-	command -v groff >/dev/null || skip "groff is not installed (Debian package groff-base)"
+	need man man-db
+	need groff groff-base
 	install_to "$BATS_TEST_TMPDIR/dest"
 	page=$BATS_TEST_TMPDIR/dest/usr/share/man/man1/proftool.1
 	run --separate-stderr env MANWIDTH=80 man -l "$page"

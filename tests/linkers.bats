@@ -16,7 +16,8 @@ setup() {
 		-o split-lld "$BATS_TEST_DIRNAME/workloads/split.c"
 	# the layout that once gave a load bias a page off (1 stack in 77 reached main)
 	off=$(readelf -lW split-lld | awk '$1 == "LOAD" && / R E / { print $2 }')
-	[ -n "$off" ] && (( off % 4096 != 0 ))
+	[ -n "$off" ]
+	(( off % 4096 != 0 ))
 	record_to lld.data -- ./split-lld 1
 	run --separate-stderr "$PROFTOOL" report --format folded lld.data
 	[ "$status" -eq 0 ]

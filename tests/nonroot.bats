@@ -34,14 +34,12 @@ setup() {
 		chmod 0777 "$work"
 	fi
 	cd "$work" || return 1
-	# the user must be able to run the programs: copy them when the checkout is private
-	proftool=$PROFTOOL split=$WORKLOADS/split exitcode=$WORKLOADS/exitcode
-	if ! "${AS_USER[@]}" test -x "$proftool" -a -x "$split" -a -x "$exitcode"; then
-		mkdir -m 0755 bin
-		cp "$PROFTOOL" "$WORKLOADS/split" "$WORKLOADS/exitcode" bin/
-		chmod 0755 bin/*
-		proftool=$work/bin/proftool split=$work/bin/split exitcode=$work/bin/exitcode
-	fi
+	# the user must be able to run the programs and read their symbols: copies, since the
+	# checkout may be private (in root's 0700 home), or readable but not all the way
+	mkdir -m 0755 bin
+	cp "$PROFTOOL" "$WORKLOADS/split" "$WORKLOADS/exitcode" bin/
+	chmod 0755 bin/*
+	proftool=$work/bin/proftool split=$work/bin/split exitcode=$work/bin/exitcode
 }
 
 teardown() {
@@ -147,7 +145,7 @@ check_split() {
 	check_split split.data
 	if [ "$paranoid" -eq 2 ] && [ "${#AS_USER[@]}" -gt 0 ]; then
 		# paranoid 2 lets unprivileged users sample user space only
-		! grep -q '\[kernel\]' split.data.folded
+		run ! grep -q '\[kernel\]' split.data.folded
 	fi
 }
 
@@ -211,26 +209,17 @@ check_split() {
 	[ -z "$(ls -A | grep -F "held$failed.data" | grep -vxF "held$failed.data.err")" ]
 }
 
-@test "the default backend with the locked-memory budget used up fails like perf, or falls back saying why" {
+# A budget used up is no denial: --backend auto falls back to ptrace only where
+# perf_event_open is refused (sampler/perf.c gives ENOBUFS for it, so that auto tells the two
+# apart), and a fallback would hide what to raise.
+@test "the default backend with the locked-memory budget used up fails like perf, without a fallback" {
 	[ "$paranoid" -le 2 ] || skip "perf_event_paranoid is $paranoid: unprivileged users cannot use perf"
 	use_up_budget
 	run --separate-stderr bash -c "$MEMLOCK_SH" memlock 0 "${AS_USER[@]}" \
 		"$proftool" record -o auto.data -- "$split" 0.5
-	if [ "$status" -ne 0 ]; then
-		[ "$status" -eq 1 ]
-		one_error_line
-		[[ "$stderr" == *"perf_event_mlock_kb"* || "$stderr" == *"ulimit -l"* ]]
-		[ ! -e auto.data ]
-		return
-	fi
-	# a fallback to ptrace: one notice that names what ran out, then the closing line
-	[ "${#stderr_lines[@]}" -eq 2 ] || { echo "$stderr"; false; }
-	[[ "${stderr_lines[0]}" == "proftool: notice: "* ]]
-	[[ "${stderr_lines[0]}" == *"perf_event_mlock_kb"* || "${stderr_lines[0]}" == *"ulimit -l"* ]] ||
-		{ echo "the notice does not say that locked memory ran out: ${stderr_lines[0]}"; false; }
-	[[ "${stderr_lines[1]}" == "proftool: wrote auto.data: "* ]]
-	run --separate-stderr "${AS_USER[@]}" "$proftool" report auto.data
-	[ "$status" -eq 0 ]
-	[[ "$output" == *"ptrace backend"* ]]
-	[[ "$output" == *"(leaf_a)"* ]]
+	[ "$status" -eq 1 ] || { echo "status $status: $stderr"; false; }
+	one_error_line
+	[[ "$stderr" == *"perf_event_mlock_kb"* || "$stderr" == *"ulimit -l"* ]]
+	[[ "$stderr" != *"notice"* ]]
+	[ ! -e auto.data ]
 }

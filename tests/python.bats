@@ -408,7 +408,8 @@ check_c_thread() {
 	record_py ct.data -- cthread.py "$WORKLOADS/libcspin.so" 1
 	ctid=$(awk '$1 == "c" { print $2 }' script.out)
 	ptid=$(awk '$1 == "python" { print $2 }' script.out)
-	[ -n "$ctid" ] && [ -n "$ptid" ]
+	[ -n "$ctid" ]
+	[ -n "$ptid" ]
 	folded ct.data --tid "$ptid"
 	v=$(share python_side)
 	echo "$PY: Python thread: python_side $v%" >&3

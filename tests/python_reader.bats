@@ -116,7 +116,7 @@ check_python() {
 }
 
 @test "python3.11 of Debian (stripped, .dynsym only): names, lines, recursion, generator, coroutine, callback" {
-	[ -x /usr/bin/python3.11 ] || skip "no /usr/bin/python3.11 (Debian 12's python3.11)"
+	need /usr/bin/python3.11 python3.11
 	check_python /usr/bin/python3.11
 }
 
@@ -136,7 +136,7 @@ check_python() {
 }
 
 @test "a running thread read without stopping it: only its own frames" {
-	[ -x /usr/bin/python3.11 ] || skip "no /usr/bin/python3.11 (Debian 12's python3.11)"
+	need /usr/bin/python3.11 python3.11
 	start_python /usr/bin/python3.11 spin
 	for _ in $(seq 20); do
 		"$TOOLS/pystack" "$PY_PID" >stacks.out

@@ -354,7 +354,8 @@ procs_files() {
 	recorded execself.py
 	local pid
 	pid=$(out pid | sort -u)
-	[ "$(out pid | wc -l)" = 2 ] && [ "$(echo "$pid" | wc -l)" = 1 ]
+	[ "$(out pid | wc -l)" = 2 ]
+	[ "$(echo "$pid" | wc -l)" = 1 ]
 	diff <(printf '%s\n' "$pid-py-0.rgn" "$pid-py-1.rgn") <(ls rgn)
 	[ "$(events "rgn/$pid-py-0.rgn")" = "mark /before-exec" ]
 	[ "$(events "rgn/$pid-py-1.rgn")" = "mark /after-exec" ]
@@ -455,7 +456,7 @@ for _ in range(1000000):
 	rgn_read "$(only_file)" >read.txt
 	[ "$(value dropped header <read.txt)" = 29 ]
 	[ "$(value next_id header <read.txt)" = 12 ]
-	! grep -q '^segment ' read.txt
+	run ! grep -q '^segment ' read.txt
 }
 
 @test "a full disk: events dropped and counted, and no SIGBUS" {
@@ -475,7 +476,8 @@ for _ in range(1000000):
 	local events dropped
 	events=$(grep -c '^event ' read.txt)
 	dropped=$(( $(value dropped segment <read.txt | paste -sd+) + $(value dropped header <read.txt) ))
-	[ "$events" -gt 0 ] && [ "$dropped" -gt 0 ]
+	[ "$events" -gt 0 ]
+	[ "$dropped" -gt 0 ]
 	[ $((events + dropped)) = 40005 ] || { echo "$events events, $dropped dropped" >&2; false; }
 }
 

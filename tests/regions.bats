@@ -51,7 +51,7 @@ within() {
 @test "regions: 10 x outer { 5 x inner } counted exactly, totals within 5 %" {
 	# the program's own measure of its regions is the truth: spins stretch on a busy machine
 	"$PROFTOOL" record -q -o nest.data -- "$RW" nest >own
-	read -r _ _ outer _ _ inner <own
+	read -r _ _ outer _ _ inner _ inner_cpu <own
 	r=$(row outer nest.data)
 	[ "$(field "$r" 1)" -eq 10 ]
 	within "$(field "$r" 2)" "$outer" 5
@@ -62,15 +62,17 @@ within() {
 	awk -v t="$inner" 'BEGIN { exit !(t >= 0.100) }'
 	# no instance is shorter than its spin
 	awk -v m="$(field "$r" 5)" 'BEGIN { exit !(m >= 0.002) }'
-	# inner is computing all along: its samples' time is most of its wall time
-	awk -v c="$(field "$r" 8)" -v t="$(field "$r" 2)" 'BEGIN { exit !(c >= 0.6 * t && c <= 1.2 * t) }'
+	# inner is computing all along: its samples' time is its CPU time (as the thread counted
+	# it), which on a busy machine is well short of its wall time
+	within "$(field "$r" 8)" "$inner_cpu" 25
 	run "$PROFTOOL" report --format regions nest.data
 	[[ $output == *"Region events: 120, dropped 0, unbalanced 0, open at exit 0"* ]]
 	[[ $output == *"count       total        self        mean         min         max   %wall         cpu  region"* ]]
 }
 
 @test "regions: --region keeps the samples inside the region, in every function report" {
-	"$PROFTOOL" record -q -o nest.data -- "$RW" nest
+	"$PROFTOOL" record -q -o nest.data -- "$RW" nest >own
+	read -r _ _ outer _ _ inner _ <own
 	run "$PROFTOOL" report --region inner --format folded nest.data
 	[ "$status" -eq 0 ]
 	[[ $output == *inner_spin* ]]
@@ -83,18 +85,21 @@ within() {
 	[ "$("$PROFTOOL" report --region /outer/inner --format folded nest.data)" = \
 	  "$("$PROFTOOL" report --region inner --format folded nest.data)" ]
 	run "$PROFTOOL" report --region inner nest.data
-	[[ $output == *"Region inner: 1 path, 50 instances, total 0.1"* ]]
+	# the total against the program's own measure (spins stretch on a busy machine)
+	within "$(sed -n 's/^Region inner: 1 path, 50 instances, total \([0-9.]*\) s, .*/\1/p' <<<"$output")" "$inner" 5
 	[[ $output == *"inner_spin"* && $output != *"outer_spin"* ]]
 	run "$PROFTOOL" report --region inner --format tree nest.data
 	[[ $output == *inner_spin* && $output != *outer_spin* ]]
 }
 
 @test "regions: --by-region prints a function table per region path" {
-	"$PROFTOOL" record -q -o nest.data -- "$RW" nest
+	"$PROFTOOL" record -q -o nest.data -- "$RW" nest >own
+	read -r _ _ outer _ _ inner _ <own
 	run "$PROFTOOL" report --by-region --limit 0 nest.data
 	[ "$status" -eq 0 ]
-	[[ $output == *"=== region outer === 10 instances, total 0.1"* ]]
-	[[ $output == *"=== region outer/inner === 50 instances, total 0.1"* ]]
+	# the totals against the program's own measure (spins stretch on a busy machine)
+	within "$(sed -n 's/^=== region outer === 10 instances, total \([0-9.]*\) s, .*/\1/p' <<<"$output")" "$outer" 5
+	within "$(sed -n 's/^=== region outer\/inner === 50 instances, total \([0-9.]*\) s, .*/\1/p' <<<"$output")" "$inner" 5
 	# the inner section holds inner_spin and not outer_spin
 	inner=$(echo "$output" | sed -n '/=== region outer\/inner ===/,$p')
 	[[ $inner == *inner_spin* && $inner != *outer_spin* ]]

@@ -102,7 +102,9 @@ shows() {
 
 # new_total: the count since the start is no longer $total
 new_total() {
-	! grep -qx -- "$total" <(grep -oE '^since the start: [0-9]+ samples' screen.txt)
+	if grep -qx -- "$total" <(grep -oE '^since the start: [0-9]+ samples' screen.txt); then
+		return 1
+	fi
 }
 
 # rows: the table's rows on the screen

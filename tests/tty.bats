@@ -51,7 +51,7 @@ on_tty() {
 	mapfile -t lines <stderr.txt
 	[ "${#lines[@]}" -eq 1 ]
 	[[ "${lines[0]}" == "proftool: wrote out.data: "*" samples, "* ]]
-	! grep -q $'[\r\e]' stderr.txt
+	run ! grep -q $'[\r\e]' stderr.txt
 }
 
 # A terminal's Ctrl-C goes to its whole foreground process group: the command, in record's
