@@ -112,6 +112,12 @@ rows() {
 	awk '/^ +nsamples +tottime/ { t = 1; next } t && /^ *$/ { exit } t' screen.txt
 }
 
+# sorted_by_cumtime: the title says cumulative time and the rows' cumtime never grows down the table
+sorted_by_cumtime() {
+	shows 'by cumulative time$' && [ -n "$(rows)" ] &&
+		rows | awk '{ if (NR > 1 && $4 > prev) exit 1; prev = $4 }'
+}
+
 # leads FUNC: the first row of the table is FUNC's
 leads() {
 	rows | head -1 | grep -qE "\($1\)\$"
@@ -332,7 +338,8 @@ log_phases() {
 	# c: by cumulative time, largest first
 	keys c
 	until_screen shows 'by cumulative time$'
-	rows | awk '{ if (NR > 1 && $4 > prev) exit 1; prev = $4 }'
+	# (a capture may catch the terminal half redrawn: the rows come sorted within the wait)
+	until_screen sorted_by_cumtime
 	# s: by self time again
 	keys s
 	until_screen shows 'by self time$'
