@@ -11,15 +11,17 @@
  *                            fork+exec: "regions nest" }, parent 4 x in_parent (parent_spin 5 ms)
  *   regions unbalanced       a { b { } end a } (b closed unbalanced), end c (no begin),
  *                            then 3 x ok (ok_spin 2 ms)
- *   regions kill|abort       open { killed_spin 100 ms } then SIGKILL or abort() inside it
+ *   regions kill|abort       open { killed_spin: 100 ms of CPU } then SIGKILL or abort() inside it
  *   regions many N           N empty regions "tiny", then 1 mark "done"
  *   regions pause [SCALE]    before_spin 100 ms, pause, paused_spin 100 ms, resume,
- *                            after_spin 100 ms; a region "paused_region" inside the pause
+ *                            after_spin 100 ms; a region "paused_region" inside the pause;
+ *                            prints "paused SECONDS", its own measure of the pause
  *   regions domains          10 x begin_in("net", "step") and 10 x region "step" (default domain),
  *                            5 marks "tick" in domain "net"
  *
- * Spins run on the wall clock, so a region's duration is exact whatever
- * else the machine does; its CPU time is what the sampler sees.
+ * Spins run on the wall clock (killed_spin on the thread's CPU clock), so a
+ * region lasts at least its spins whatever else the machine does, and longer
+ * when the machine is busy; its CPU time is what the sampler sees.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -45,6 +47,15 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The CPU time of the calling thread. */
+static uint64_t cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 /* Computes until MS milliseconds (times the scale) have passed on the wall clock. */
 #define SPIN(ms) do {							\
 	uint64_t end_ = now_ns() + (uint64_t)((ms) * scale * 1e6);	\
@@ -57,14 +68,6 @@ static uint64_t now_ns(void)
 
 SPIN_FN(inner_spin, 2)
 SPIN_FN(outer_spin, 1)
-
-static uint64_t cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * Prints its own measure of the regions' totals and of the CPU time inside inner, which
@@ -170,7 +173,19 @@ static void unbalanced(void)
 	}
 }
 
-SPIN_FN(killed_spin, 100)
+/*
+ * Computes until the thread has had 100 ms of CPU: the region it dies in then lasts that long
+ * at least up to its last sample (at most a sampling period of CPU before its death), however
+ * little CPU a busy machine gives it; a spin on the wall clock could end with its last
+ * sample tens of milliseconds before.
+ */
+__attribute__((noipa)) static void killed_spin(void)
+{
+	uint64_t end = cpu_ns() + (uint64_t)(100 * scale * 1e6);
+
+	while (cpu_ns() < end)
+		crunch(end, 2000);
+}
 
 static void die(bool kill_it)
 {
@@ -194,14 +209,19 @@ SPIN_FN(before_spin, 100)
 SPIN_FN(paused_spin, 100)
 SPIN_FN(after_spin, 100)
 
+/* Prints its own measure of the pause, from before proftool_pause() to after proftool_resume(). */
 static void pause_resume(void)
 {
+	uint64_t t0;
+
 	before_spin();
+	t0 = now_ns();
 	proftool_pause();
 	proftool_region_begin("paused_region");
 	paused_spin();
 	proftool_region_end("paused_region");
 	proftool_resume();
+	printf("paused %.6f\n", (now_ns() - t0) / 1e9);
 	after_spin();
 }
 
