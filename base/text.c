@@ -65,54 +65,24 @@ static char *put_hex(char *q, unsigned char c)
 	return q;
 }
 
-/* Every byte may become four: "\xNN". */
-static char *alloc_escaped(const char *s)
-{
-	return xmalloc(st_mult(strlen(s), 4) + 1);
-}
-
-char *text_printable(const char *s)
+/*
+ * S with every byte that is not part of a valid UTF-8 character as "\xNN",
+ * and with BACKSLASHES each backslash doubled; NULL when S is UTF-8.
+ */
+static char *escape(const char *s, bool backslashes)
 {
 	char *out, *q;
 
 	if (text_is_utf8(s))
 		return NULL;
-	out = q = alloc_escaped(s);
+	/* every byte may become four: "\xNN" */
+	out = q = xmalloc(st_mult(strlen(s), 4) + 1);
 	while (*s) {
 		size_t n = text_utf8_len(s);
 
 		if (!n) {
 			q = put_hex(q, (unsigned char)*s++);
-			continue;
-		}
-		memcpy(q, s, n);
-		q += n;
-		s += n;
-	}
-	*q = '\0';
-	return out;
-}
-
-char *text_printable_dup(const char *s)
-{
-	char *e = text_printable(s);
-
-	return e ? e : xstrdup(s);
-}
-
-char *text_bytes_encode(const char *s)
-{
-	char *out, *q;
-
-	if (text_is_utf8(s))
-		return NULL;
-	out = q = alloc_escaped(s);
-	while (*s) {
-		size_t n = text_utf8_len(s);
-
-		if (!n) {
-			q = put_hex(q, (unsigned char)*s++);
-		} else if (*s == '\\') {
+		} else if (*s == '\\' && backslashes) {
 			*q++ = '\\';
 			*q++ = '\\';
 			s++;
@@ -124,6 +94,16 @@ char *text_bytes_encode(const char *s)
 	}
 	*q = '\0';
 	return out;
+}
+
+char *text_printable(const char *s)
+{
+	return escape(s, false);
+}
+
+char *text_bytes_encode(const char *s)
+{
+	return escape(s, true);
 }
 
 static int hex_value(char c)

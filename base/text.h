@@ -29,8 +29,6 @@ bool text_is_utf8(const char *s);
  * is, else a string the caller frees.
  */
 char *text_printable(const char *s);
-/* text_printable(S), or a copy of S: always a string to free. */
-char *text_printable_dup(const char *s);
 
 /*
  * Reversible forms for storage in JSON, whose strings must be UTF-8:

@@ -23,12 +23,12 @@ json_int_t profile_count_int(uint64_t v);
 /*
  * A string whose bytes are not all UTF-8 is stored as {"$bytes": T}, T its
  * text_bytes_encode() form (base/text.h); a file that has one is of
- * PROFILE_VERSION_BYTES, so that an older reader says it is newer rather
- * than corrupt. The reader turns them back before anything else reads.
+ * PROFILE_VERSION (2), one without PROFILE_VERSION_PLAIN, so that a reader
+ * of version 1 says such a file is newer rather than corrupt. The reader
+ * turns them back before anything else reads.
  */
 #define PROFILE_BYTES_KEY "$bytes"
 #define PROFILE_VERSION_PLAIN 1
-#define PROFILE_VERSION_BYTES 2
 
 /*
  * Building the file's JSON with every jansson call checked: the jb_

@@ -131,7 +131,7 @@ static json_t *build_json(const struct profile *p)
 		jb_set(b, root, "regions", regions);
 	/* a file without byte strings stays readable by the proftool that wrote version 1 */
 	if (b->bytes)
-		jb_set(b, root, "version", jb_int(b, PROFILE_VERSION_BYTES));
+		jb_set(b, root, "version", jb_int(b, PROFILE_VERSION));
 	if (b->failed) {
 		json_decref(root);
 		return NULL;
