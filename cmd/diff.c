@@ -24,17 +24,21 @@ static const char diff_usage[] =
 	"                       flamegraph.pl); svg or html (a differential flame graph:\n"
 	"                       NEW's stacks, red where a frame grew, blue where it shrank)\n"
 	"  --limit N            rows in the table; 0 shows all (default 30)\n"
+	"  --frames VIEW        how processes with Python frames are shown: mixed\n"
+	"                       (default), python or all, as for proftool report\n"
 	"  -o OUT               write to OUT instead of standard output\n"
 	"  -h, --help           show this help\n";
 
 enum {
 	OPT_FORMAT = 256,
 	OPT_LIMIT,
+	OPT_FRAMES,
 };
 
 static const struct option diff_options[] = {
 	{ "format", required_argument, NULL, OPT_FORMAT },
 	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "frames", required_argument, NULL, OPT_FRAMES },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -64,6 +68,10 @@ static int parse_options(int argc, char **argv, struct diff_cmd_opts *o)
 			if (!parse_ulong(optarg, 0, SIZE_MAX, &v))
 				return usage_error("diff", "--limit must be a whole number, not '%s'", optarg);
 			o->ro.limit = v;
+			break;
+		case OPT_FRAMES:
+			if (report_frames_parse(optarg, &o->ro.frames) < 0)
+				return usage_error("diff", "--frames takes mixed, python or all, not '%s'", optarg);
 			break;
 		case 'o':
 			if (!*optarg)

@@ -42,6 +42,12 @@ static const char report_usage[] =
 	"  --split              table, groups: add the Python split, py% (Python code),\n"
 	"                       native% (native code called from Python) and, per group,\n"
 	"                       outside% (native code outside Python)\n"
+	"  --frames VIEW        how a process with Python frames is shown: mixed (Python\n"
+	"                       functions and the native code they call outside the\n"
+	"                       interpreter, whose own frames count as the Python\n"
+	"                       function they run; the default), python (Python\n"
+	"                       functions only, as cProfile counts) or all (every\n"
+	"                       frame as recorded)\n"
 	"  --min-percent P      tree: fold nodes under P% of the samples into one line\n"
 	"                       (default 0.5)\n"
 	"  --match REGEX        callers/callees: only functions whose name matches REGEX\n"
@@ -91,6 +97,7 @@ enum {
 	OPT_GROUP_BY,
 	OPT_MODULE,
 	OPT_SPLIT,
+	OPT_FRAMES,
 };
 
 static const struct option report_options[] = {
@@ -113,6 +120,7 @@ static const struct option report_options[] = {
 	{ "group-by", required_argument, NULL, OPT_GROUP_BY },
 	{ "module", required_argument, NULL, OPT_MODULE },
 	{ "split", no_argument, NULL, OPT_SPLIT },
+	{ "frames", required_argument, NULL, OPT_FRAMES },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -226,6 +234,10 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 			break;
 		case OPT_SPLIT:
 			o->ro.split = true;
+			break;
+		case OPT_FRAMES:
+			if (report_frames_parse(optarg, &o->ro.frames) < 0)
+				return usage_error("report", "--frames takes mixed, python or all, not '%s'", optarg);
 			break;
 		case OPT_STATE:
 			if (!strcmp(optarg, "on-cpu"))
@@ -362,7 +374,7 @@ static int do_report(struct report_cmd_opts *o)
 {
 	struct profile *p = load(o);
 	struct output out;
-	bool wall;
+	bool wall, folded;
 	int ret;
 
 	if (!p)
@@ -382,6 +394,7 @@ static int do_report(struct report_cmd_opts *o)
 	o->ro.nr_inputs = o->nr_inputs;
 	ret = report_write(out.fp, p, &o->ro);
 	wall = p->meta.mode && !strcmp(p->meta.mode, "wall");
+	folded = o->ro.frames != REPORT_FRAMES_ALL && report_has_python_frames(p);
 	profile_free(p);
 	if (ret == -ESRCH) {
 		output_abort(&out);
@@ -396,7 +409,8 @@ static int do_report(struct report_cmd_opts *o)
 	}
 	if (ret == -ENXIO) {
 		output_abort(&out);
-		print_error("no sample's innermost frame is in module '%s'; 'proftool report --format groups --group-by module' lists them", o->ro.filter.module);
+		print_error("no sample's innermost frame is in module '%s'; 'proftool report --format groups --group-by module%s' lists them",
+			    o->ro.filter.module, folded ? " --frames all" : "");
 		return EXIT_FAIL;
 	}
 	if (ret == -ENOEXEC) {

@@ -29,8 +29,8 @@ static const char top_head[] =
 	"in a table refreshed every second, with the columns of 'proftool report'.\n"
 	"On a terminal the table fills the screen; keys: q quit, s sort by self time,\n"
 	"c by cumulative time, t a row per thread and function, p pause or resume\n"
-	"sampling, / show only the rows whose name has a text (type it, Enter applies,\n"
-	"Esc clears), Ctrl-L repaint. Otherwise each interval appends a table with a\n"
+	"sampling, f the next --frames view, / show only the rows whose name has a text\n"
+	"(type it, Enter applies, Esc clears), Ctrl-L repaint. Otherwise each interval appends a table with a\n"
 	"timestamped header to standard output. Ctrl-C ends top and leaves PID running;\n"
 	"with COMMAND it goes to the command, and top ends when the command exits, with\n"
 	"its status (q leaves the command running).\n"
@@ -41,6 +41,8 @@ static const char top_head[] =
 	"  --sort KEY           order the rows by tottime (self time, the default),\n"
 	"                       cumtime, nsamples, name, filename or nfl\n"
 	"  --per-thread         start with a row per thread and function\n"
+	"  --frames VIEW        how a process with Python frames is shown: mixed\n"
+	"                       (default), python or all, as for proftool report\n"
 	"  --limit N            rows of each table written to a file or pipe (default 20;\n"
 	"                       0 all)\n"
 	"  --record FILE        when top ends, also write the profile of the whole run\n"
@@ -58,6 +60,7 @@ enum {
 	OPT_PER_THREAD,
 	OPT_LIMIT,
 	OPT_RECORD,
+	OPT_FRAMES,
 };
 
 static const struct option top_options[] = {
@@ -69,6 +72,7 @@ static const struct option top_options[] = {
 	{ "per-thread", no_argument, NULL, OPT_PER_THREAD },
 	{ "limit", required_argument, NULL, OPT_LIMIT },
 	{ "record", required_argument, NULL, OPT_RECORD },
+	{ "frames", required_argument, NULL, OPT_FRAMES },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -78,6 +82,7 @@ struct top_opts {
 	double interval, window;    /* seconds */
 	bool window_given, cumulative, per_thread, quiet;
 	enum report_sort sort;
+	enum report_frames frames;
 	unsigned long limit;
 	const char *record;         /* --record FILE, or NULL */
 	pid_t pid;                  /* top PID */
@@ -128,6 +133,10 @@ static int parse_top_opt(int c, const char *arg, struct top_opts *t)
 		return 0;
 	case OPT_PER_THREAD:
 		t->per_thread = true;
+		return 0;
+	case OPT_FRAMES:
+		if (report_frames_parse(arg, &t->frames) < 0)
+			return usage_error("top", "--frames takes mixed, python or all, not '%s'", arg);
 		return 0;
 	case OPT_LIMIT:
 		if (!parse_ulong(arg, 0, 1000000, &t->limit))
@@ -399,6 +408,7 @@ int cmd_top(int argc, char **argv)
 	o.so.quiet = true;
 	t.ui.sort = o.sort;
 	t.ui.per_thread = o.per_thread;
+	t.ui.frames = o.frames;
 	t.interval_ns = (uint64_t)(o.interval * 1e9);
 	/* parts are an interval long, give or take the loop's 100 ms */
 	top_window_init(&t.win, o.cumulative ? 0 : (uint64_t)(o.window * 1e9), t.interval_ns / 2);

@@ -65,6 +65,7 @@ uint64_t top_profile_paused_ns(const struct profile *p);
 struct top_ui {
 	enum report_sort sort;
 	bool per_thread;        /* a row per thread and function, with a thread column */
+	enum report_frames frames; /* the view of Python processes' stacks (f: the next) */
 	char filter[TOP_FILTER_MAX]; /* only rows whose label has this; "" all */
 	bool editing;           /* after '/': the filter being typed */
 	char edit[TOP_FILTER_MAX];

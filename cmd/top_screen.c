@@ -153,7 +153,7 @@ static void head(char lines[HEAD_LINES][512], const struct profile *p, const str
 	size_t procs = 0, threads = 0, n = p ? p->nr_samples : 0;
 	double secs = p ? p->meta.duration_ns / 1e9 : 0;
 	double active = p ? (p->meta.duration_ns - top_profile_paused_ns(p)) / 1e9 : 0;
-	char filter[TOP_FILTER_MAX + 32] = "";
+	char filter[TOP_FILTER_MAX + 32] = "", frames[32] = "";
 
 	snprintf(lines[0], sizeof(lines[0]), "%s%s%s", st->target,
 		 st->paused ? "  PAUSED" : st->program_paused ? "  PAUSED by the program" : "",
@@ -171,10 +171,13 @@ static void head(char lines[HEAD_LINES][512], const struct profile *p, const str
 			 threads, threads == 1 ? "" : "s");
 	if (ui->filter[0])
 		snprintf(filter, sizeof(filter), ", filter '%s'", ui->filter);
+	/* the view, once there are Python frames to fold */
+	if (p && (p->recorded || (ui->frames == REPORT_FRAMES_ALL && report_has_python_frames(p))))
+		snprintf(frames, sizeof(frames), ", frames %s", report_frames_name(ui->frames));
 	snprintf(lines[2], sizeof(lines[2]),
-		 "since the start: %" PRIu64 " samples, %" PRIu64 " lost, %.1f s; %s backend; by %s%s%s",
+		 "since the start: %" PRIu64 " samples, %" PRIu64 " lost, %.1f s; %s backend; by %s%s%s%s",
 		 st->total_samples, st->total_lost, st->elapsed, st->backend, sort_name(ui->sort),
-		 ui->per_thread ? ", per thread" : "", filter);
+		 ui->per_thread ? ", per thread" : "", frames, filter);
 }
 
 void top_print(FILE *out, const struct profile *raw, const struct top_status *st,
@@ -182,7 +185,8 @@ void top_print(FILE *out, const struct profile *raw, const struct top_status *st
 {
 	char lines[HEAD_LINES][512], text[4608], when[64];
 	struct report_display d;
-	const struct profile *p = report_display_init(&d, raw);
+	struct report_frames_view v;
+	const struct profile *p = report_frames_init(&v, report_display_init(&d, raw), ui->frames);
 	struct top_status shown = *st;
 	time_t secs = (time_t)(st->real_ns / 1000000000u);
 	struct table t;
@@ -208,6 +212,7 @@ void top_print(FILE *out, const struct profile *raw, const struct top_status *st
 	fputc('\n', out);
 	fflush(out);
 	free(t.rows);
+	report_frames_release(&v);
 	report_display_release(&d);
 }
 
@@ -344,7 +349,8 @@ void top_screen_draw(struct top_screen *s, const struct profile *raw, const stru
 {
 	char lines[HEAD_LINES][512], text[4608], clock[16];
 	struct report_display d;
-	const struct profile *p = report_display_init(&d, raw);
+	struct report_frames_view v;
+	const struct profile *p = report_frames_init(&v, report_display_init(&d, raw), ui->frames);
 	struct top_status shown = *st;
 	time_t now = (time_t)(st->real_ns / 1000000000u);
 	struct table t;
@@ -364,7 +370,7 @@ void top_screen_draw(struct top_screen *s, const struct profile *raw, const stru
 	if (ui->editing)
 		snprintf(text, sizeof(text), "filter: %s", ui->edit);
 	else
-		snprintf(text, sizeof(text), "q quit  s self  c cumulative  t per thread  p %s  / filter%s",
+		snprintf(text, sizeof(text), "q quit  s self  c cumulative  t per thread  p %s  f frames  / filter%s",
 			 st->paused ? "resume" : "pause", ui->filter[0] ? "  Esc all rows" : "");
 	put(++y, text, ui->editing ? A_BOLD : A_DIM);
 	y++;
@@ -387,6 +393,7 @@ void top_screen_draw(struct top_screen *s, const struct profile *raw, const stru
 		clearok(curscr, TRUE);
 	s->touch = false;
 	refresh();
+	report_frames_release(&v);
 	report_display_release(&d);
 }
 

@@ -173,6 +173,9 @@ enum top_action top_key(struct top_ui *ui, int key)
 		return TOP_REDRAW;
 	case 'p':
 		return TOP_PAUSE;
+	case 'f':
+		ui->frames = (ui->frames + 1) % (REPORT_FRAMES_ALL + 1);
+		return TOP_REDRAW;
 	case '/':
 		ui->editing = true;
 		ui->edit_len = 0;

@@ -222,6 +222,12 @@ struct profile {
 	size_t nr_marks, alloc_marks;
 	struct profile_pause *pauses;   /* in time order, apart */
 	size_t nr_pauses, alloc_pauses;
+	/*
+	 * NULL, but in a report's view of a profile with its stacks folded
+	 * (report/frames.c): the profile as recorded, whose samples are the
+	 * view's, in the same order, with every frame.
+	 */
+	const struct profile *recorded;
 	/* interning indexes, built as entries are added */
 	struct idx func_idx, loc_idx, stack_idx, rname_idx, rnode_idx;
 };

@@ -227,14 +227,17 @@ int report_write_diff(FILE *out, const struct profile *base, const struct profil
 		      const struct report_diff_opts *raw_opts)
 {
 	struct report_display d[2];
+	struct report_frames_view v[2];
 	struct report_diff_opts o = *raw_opts;
 	int ret;
 
-	base = report_display_init(&d[0], base);
-	new = report_display_init(&d[1], new);
+	base = report_frames_init(&v[0], report_display_init(&d[0], base), o.frames);
+	new = report_frames_init(&v[1], report_display_init(&d[1], new), o.frames);
 	o.base_name = report_display_str(&d[0], o.base_name);
 	o.new_name = report_display_str(&d[1], o.new_name);
 	ret = write_diff(out, base, new, &o);
+	report_frames_release(&v[1]);
+	report_frames_release(&v[0]);
 	report_display_release(&d[1]);
 	report_display_release(&d[0]);
 	return ret;

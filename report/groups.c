@@ -75,27 +75,12 @@ struct report_pysplit {
 	bool any;
 };
 
-/* The interpreters' own modules: the basenames of the files meta.python names. */
-static bool *interpreter_funcs(const struct profile *p)
+struct report_pysplit *report_pysplit_new(const struct profile *view)
 {
-	bool *interp = xcalloc(p->nr_funcs + 1, sizeof(*interp));
-
-	for (size_t i = 0; i < p->meta.nr_pythons; i++) {
-		const char *file = p->meta.pythons[i].interpreter, *base;
-
-		if (!file)
-			continue;
-		base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-		for (size_t f = 0; f < p->nr_funcs; f++)
-			interp[f] |= p->funcs[f].module && !strcmp(p->funcs[f].module, base);
-	}
-	return interp;
-}
-
-struct report_pysplit *report_pysplit_new(const struct profile *p)
-{
+	/* a sample's class is what its recorded stack ran, in every view */
+	const struct profile *p = view->recorded ? view->recorded : view;
 	struct report_pysplit *s = xcalloc(1, sizeof(*s));
-	bool *interp = interpreter_funcs(p);
+	bool *interp = report_interpreter_funcs(p);
 	bool *has_py = xcalloc(p->nr_stacks + 1, sizeof(*has_py));
 
 	s->stack = xcalloc(p->nr_stacks + 1, sizeof(*s->stack));
@@ -138,10 +123,13 @@ bool report_pysplit_any(const struct report_pysplit *s)
 	return s->any;
 }
 
-enum report_pyclass report_pysplit_class(const struct report_pysplit *s, const struct profile *p,
-					 uint32_t stack, uint32_t thread)
+enum report_pyclass report_pysplit_class(const struct report_pysplit *s, const struct profile *view,
+					 size_t sample)
 {
-	switch (s->stack[stack]) {
+	const struct profile *p = view->recorded ? view->recorded : view;
+	uint32_t thread = p->samples[sample].thread;
+
+	switch (s->stack[p->samples[sample].stack]) {
 	case STACK_PY_CODE:
 		return REPORT_PY_CODE;
 	case STACK_PY_NATIVE:
@@ -165,7 +153,7 @@ struct report_split_row *report_row_splits(const struct profile *p, const struct
 
 		if (keep && !keep[i])
 			continue;
-		node[sm->stack].n[report_pysplit_class(s, p, sm->stack, sm->thread)]++;
+		node[sm->stack].n[report_pysplit_class(s, p, i)]++;
 		used[sm->stack] = true;
 	}
 	for (size_t n = 0; n < p->nr_stacks; n++) {
@@ -234,10 +222,10 @@ static struct report_group *row_of(struct report_groups *g, const uint32_t *v)
 	return &g->rows[g->nr++];
 }
 
-/* The kept samples of one stack node in one thread and state. */
+/* The kept samples of one stack node in one thread and state, of one class. */
 struct agg {
 	uint32_t stack, thread;
-	uint8_t state;
+	uint8_t state, cls;
 	uint64_t n, ns;
 };
 
@@ -249,10 +237,13 @@ static int agg_cmp(const void *a, const void *b)
 		return x->stack < y->stack ? -1 : 1;
 	if (x->thread != y->thread)
 		return x->thread < y->thread ? -1 : 1;
-	return x->state < y->state ? -1 : x->state > y->state;
+	if (x->state != y->state)
+		return x->state < y->state ? -1 : 1;
+	return x->cls < y->cls ? -1 : x->cls > y->cls;
 }
 
-static struct agg *aggregate(const struct profile *p, const bool *keep, size_t *nr_out)
+static struct agg *aggregate(const struct profile *p, const struct report_pysplit *ps,
+			     const bool *keep, size_t *nr_out)
 {
 	struct agg *a = xmalloc(st_mult(p->nr_samples + 1, sizeof(*a)));
 	size_t n = 0, out = 0;
@@ -263,7 +254,7 @@ static struct agg *aggregate(const struct profile *p, const bool *keep, size_t *
 		if (!keep || keep[i])
 			a[n++] = (struct agg){ s->stack, s->thread,
 					       s->state < PROFILE_STATE_NR ? s->state : PROFILE_STATE_UNKNOWN,
-					       1, s->weight_ns };
+					       (uint8_t)report_pysplit_class(ps, p, i), 1, s->weight_ns };
 	}
 	QSORT(a, n, agg_cmp);
 	for (size_t i = 0; i < n; i++) {
@@ -296,7 +287,7 @@ void report_groups_build(struct report_groups *g, const struct profile *p,
 	uint32_t *fmod = xmalloc(st_mult(p->nr_funcs + 1, sizeof(*fmod)));
 	uint32_t *mstamp, round = 0;
 	size_t nr_agg, nr_mods, mk = SIZE_MAX;
-	struct agg *agg = aggregate(p, keep, &nr_agg);
+	struct agg *agg = aggregate(p, ps, keep, &nr_agg);
 
 	memset(g, 0, sizeof(*g));
 	g->by = *by;
@@ -312,7 +303,7 @@ void report_groups_build(struct report_groups *g, const struct profile *p,
 	for (size_t i = 0; i < nr_agg; i++) {
 		const struct agg *a = &agg[i];
 		const struct profile_thread *th = &p->threads[a->thread];
-		enum report_pyclass cls = report_pysplit_class(ps, p, a->stack, a->thread);
+		enum report_pyclass cls = a->cls;
 		uint32_t v[REPORT_GROUP_NR] = { 0 }, leaf;
 
 		for (size_t k = 0; k < by->nr; k++) {

@@ -83,7 +83,7 @@ void report_write_split_line(FILE *out, const struct profile *p, const bool *kee
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		if (keep && !keep[i])
 			continue;
-		n[report_pysplit_class(ps, p, p->samples[i].stack, p->samples[i].thread)]++;
+		n[report_pysplit_class(ps, p, i)]++;
 		total++;
 	}
 	fprintf(out, "Python split: Python code %" PRIu64 " (%.1f%%), native code called from Python %"

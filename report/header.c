@@ -224,6 +224,27 @@ static void put_pythons(FILE *out, const struct profile_meta *m, bool filtered)
 	}
 }
 
+/* Which --frames view the report is, and how to get the others: for profiles with Python frames. */
+static void put_frames(FILE *out, enum report_frames how)
+{
+	switch (how) {
+	case REPORT_FRAMES_MIXED:
+		fputs("Frames: mixed: Python functions and the native code they call outside the "
+		      "interpreter, whose own frames count as the Python function they run; "
+		      "--frames python shows Python only, --frames all every frame\n", out);
+		break;
+	case REPORT_FRAMES_PYTHON:
+		fputs("Frames: python: Python functions only, native time counted as the Python "
+		      "function that called it, samples without a Python frame as " REPORT_FRAMES_NATIVE
+		      "; --frames mixed shows the native code, --frames all every frame\n", out);
+		break;
+	case REPORT_FRAMES_ALL:
+		fputs("Frames: all, as recorded, the interpreter's own included; --frames mixed (the "
+		      "default) counts them as the Python function they run\n", out);
+		break;
+	}
+}
+
 void report_write_header(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep)
 {
@@ -271,5 +292,7 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 	if (!s.stops_exact)
 		put_recording_stops(out, p, &s);
 	put_pythons(out, m, s.filtered);
+	if (p->recorded || (o->frames == REPORT_FRAMES_ALL && report_has_python_frames(p)))
+		put_frames(out, o->frames);
 	report_summary_release(&s);
 }

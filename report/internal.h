@@ -93,11 +93,12 @@ int report_write_by_region(FILE *out, const struct profile *p, const struct repo
 /* ---- whole-profile formats; each returns 0 or a negative errno ---- */
 
 /*
- * json.c: the aggregated profile (FILTER chose KEEP; the meta says how)
- * with the region table and, when BY has keys, the groups.
+ * json.c: the aggregated profile (FILTER chose KEEP; the meta says how,
+ * and which --frames view FRAMES P is) with the region table and, when BY
+ * has keys, the groups.
  */
 int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
-		      const struct report_group_by *by, const bool *keep);
+		      const struct report_group_by *by, enum report_frames frames, const bool *keep);
 /*
  * timers.c: hierarchical timers, of the regions FILTER keeps when the
  * profile has regions, else of the samples KEEP accepts.

@@ -93,7 +93,8 @@ static json_t *pythons_json(const struct profile_meta *m)
 static json_t *region_meta_json(const struct profile *p);
 
 /* The recording, and the same figures as the text header for the kept samples. */
-static json_t *meta_json(const struct profile *p, const struct report_summary *s)
+static json_t *meta_json(const struct profile *p, const struct report_summary *s,
+			 enum report_frames frames)
 {
 	const struct profile_meta *m = &p->meta;
 	json_t *j = json_object(), *stops = json_array(), *states = json_object();
@@ -124,6 +125,9 @@ static json_t *meta_json(const struct profile *p, const struct report_summary *s
 	json_object_set_new(j, "thread_count", u64(s->threads));
 	json_object_set_new(j, "stacks_complete_in_file", u64(s->complete_total));
 	json_object_set_new(j, "stacks_complete", u64(s->complete));
+	/* the view, where there is one to choose: a profile with Python frames */
+	json_object_set_new(j, "frames", p->recorded || (frames == REPORT_FRAMES_ALL && report_has_python_frames(p)) ?
+			    json_string(report_frames_name(frames)) : json_null());
 	json_object_set_new(states, "on_cpu", u64(s->states[PROFILE_STATE_ON_CPU]));
 	json_object_set_new(states, "off_cpu", u64(s->states[PROFILE_STATE_OFF_CPU]));
 	json_object_set_new(states, "unknown", u64(s->states[PROFILE_STATE_UNKNOWN]));
@@ -228,7 +232,7 @@ static json_t *regions_json(const struct profile *p, const struct report_filter 
 }
 
 int report_write_json(FILE *out, const struct profile *p, const struct report_filter *filter,
-		      const struct report_group_by *by, const bool *keep)
+		      const struct report_group_by *by, enum report_frames frames, const bool *keep)
 {
 	uint64_t total, total_ns, *t_n = xcalloc(p->nr_threads + 1, sizeof(*t_n));
 	uint64_t *t_ns = xcalloc(p->nr_threads + 1, sizeof(*t_ns));
@@ -244,7 +248,7 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 	json_object_set_new(root, "format", json_string(REPORT_JSON_FORMAT));
 	json_object_set_new(root, "version", json_integer(REPORT_JSON_VERSION));
 	report_summarize(&sum, p, filter, keep);
-	json_object_set_new(root, "meta", meta_json(p, &sum));
+	json_object_set_new(root, "meta", meta_json(p, &sum, frames));
 	report_summary_release(&sum);
 
 	for (size_t i = 0; i < p->nr_samples; i++) {
@@ -314,7 +318,7 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 	report_tree_build(&t, p, keep, false, NULL);
 	arr = json_array();
 	for (size_t n = 0; n < t.nr; n++) {
-		json_t *j, *frames;
+		json_t *j, *fr;
 		size_t depth = 0;
 
 		if (!t.nodes[n].self)
@@ -323,11 +327,11 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 			ALLOC_GROW(path, depth + 1, alloc_path);
 			path[depth++] = fid[t.nodes[a].func];
 		}
-		frames = json_array();
+		fr = json_array();
 		while (depth--)
-			json_array_append_new(frames, json_integer(path[depth]));
+			json_array_append_new(fr, json_integer(path[depth]));
 		j = json_object();
-		json_object_set_new(j, "frames", frames);
+		json_object_set_new(j, "frames", fr);
 		json_object_set_new(j, "samples", u64(t.nodes[n].self));
 		json_object_set_new(j, "seconds", secs(t.nodes[n].self_ns));
 		json_array_append_new(arr, j);

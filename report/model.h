@@ -334,16 +334,25 @@ enum report_pyclass {
 /*
  * The class of every stack of P, and which processes ran Python code (had
  * a sample with a Python frame, over the whole profile, whatever a filter
- * keeps). Freed with report_pysplit_free(), which accepts NULL.
+ * keeps). In a --frames view (report_frames_init) the classes are the
+ * recorded stacks': the view folds frames, not what the samples ran.
+ * Freed with report_pysplit_free(), which accepts NULL.
  */
 struct report_pysplit;
 struct report_pysplit *report_pysplit_new(const struct profile *p);
 void report_pysplit_free(struct report_pysplit *s);
+/*
+ * Per function of P: whether it is the interpreter's own, its module being
+ * the file one of p->meta.pythons ran, or named as CPython names its files
+ * (python3.11, libpython3.12.so.1.0).
+ * An array of p->nr_funcs entries, to free (frames.c).
+ */
+bool *report_interpreter_funcs(const struct profile *p);
 /* Whether some process of the profile ran Python code. */
 bool report_pysplit_any(const struct report_pysplit *s);
-/* The class of a sample of thread THREAD whose leaf is stack node STACK. */
+/* The class of sample SAMPLE (an index into p->samples). */
 enum report_pyclass report_pysplit_class(const struct report_pysplit *s, const struct profile *p,
-					 uint32_t stack, uint32_t thread);
+					 size_t sample);
 
 /*
  * Per row (a function, or BY_LINE a location): the samples KEEP accepts

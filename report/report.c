@@ -73,7 +73,7 @@ static int write_export(FILE *out, const struct profile *p, const struct report_
 {
 	switch (o->format) {
 	case REPORT_JSON:
-		return report_write_json(out, p, &o->filter, &o->group_by, keep);
+		return report_write_json(out, p, &o->filter, &o->group_by, o->frames, keep);
 	case REPORT_TIMERS:
 		return report_write_timers(out, p, &o->filter, keep);
 	case REPORT_SPEEDSCOPE:
@@ -228,7 +228,8 @@ static int write_report(FILE *out, const struct profile *p, const struct report_
 int report_write(FILE *out, const struct profile *raw, const struct report_opts *raw_opts)
 {
 	struct report_display d;
-	const struct profile *p = report_display_init(&d, raw);
+	struct report_frames_view v;
+	const struct profile *p = report_frames_init(&v, report_display_init(&d, raw), raw_opts->frames);
 	struct report_opts o = *raw_opts;
 	const char **inputs = xcalloc(o.nr_inputs + 1, sizeof(*inputs));
 	int ret;
@@ -242,6 +243,7 @@ int report_write(FILE *out, const struct profile *raw, const struct report_opts 
 	o.inputs = inputs;
 	ret = write_report(out, p, &o);
 	free(inputs);
+	report_frames_release(&v);
 	report_display_release(&d);
 	return ret;
 }

@@ -73,6 +73,13 @@ struct report_group_by {
 	size_t nr;              /* 0: no grouping */
 };
 
+/* --frames: how a process with Python frames is shown (frames.c). */
+enum report_frames {
+	REPORT_FRAMES_MIXED,    /* Python, and the native code it calls outside the interpreter */
+	REPORT_FRAMES_PYTHON,   /* Python functions only */
+	REPORT_FRAMES_ALL,      /* every frame as recorded */
+};
+
 /* Which samples to keep; a zero/NULL field keeps everything. */
 struct report_filter {
 	int32_t pid;
@@ -99,6 +106,7 @@ struct report_opts {
 	struct report_group_by group_by; /* table: a groups' table first; groups, json: the groups */
 	enum report_sort group_sort; /* the groups' order (cmd/: --sort when given, else tottime) */
 	bool split;             /* table, groups: the Python split columns (py%, native%, outside%) */
+	enum report_frames frames; /* every format: the view of Python processes' stacks */
 	struct report_filter filter;
 	const char *const *inputs; /* file names, for the header */
 	size_t nr_inputs;
@@ -108,6 +116,9 @@ struct report_opts {
 int report_sort_parse(const char *s, enum report_sort *out);
 int report_format_parse(const char *s, enum report_format *out);
 int report_region_sort_parse(const char *s, enum report_region_sort *out);
+int report_frames_parse(const char *s, enum report_frames *out);
+/* "mixed", "python" or "all". */
+const char *report_frames_name(enum report_frames how);
 /*
  * "comm,module": keys separated by commas. -EINVAL for an unknown key
  * (*BAD, when not NULL, then points at it, its length in *BAD_LEN),
@@ -132,6 +143,7 @@ struct report_diff_opts {
 	enum report_format format; /* table, folded, svg or html */
 	size_t limit;           /* table rows; 0 = all */
 	const char *base_name, *new_name; /* for the titles */
+	enum report_frames frames; /* the view of both profiles' Python stacks */
 };
 
 /* Writes the comparison; -ENODATA when either profile has no samples, -EINVAL for another format. */
@@ -200,5 +212,40 @@ const struct profile *report_display_init(struct report_display *d, const struct
 /* S printable: S itself, or an escaped copy D owns. NULL for NULL. */
 const char *report_display_str(struct report_display *d, const char *s);
 void report_display_release(struct report_display *d);
+
+/*
+ * ---- frames.c: the --frames view of a profile ----
+ * The recorded stacks keep every frame; --frames mixed and python fold
+ * those of processes that ran Python code (report_frames_init). The view
+ * is a shallow copy of the profile with stacks and samples of its own, the
+ * samples in the same order as the profile's (a per-sample array of one
+ * serves the other), and view.recorded pointing at the profile, whose
+ * stacks tell how far each sample was unwound. A profile whose samples
+ * have no Python frame is its own view, unchanged, in every mode.
+ */
+struct report_frames_view {
+	struct profile view;
+	bool folded;            /* the view differs from the profile */
+	/* owned */
+	struct profile_stack *stacks;
+	struct profile_sample *samples;
+	struct profile_func *funcs;     /* the profile's, and [native] (python) */
+	struct profile_loc *locs;
+};
+
+/* The one frame --frames python shows for a sample of a Python process with no Python frame. */
+#define REPORT_FRAMES_NATIVE "[native]"
+
+/*
+ * Returns P (for ALL, or a profile without Python frames, or one whose
+ * samples are partly spilled to disk) or V's view of P folded HOW. V is
+ * initialized here; release it once the view is no longer used. P must
+ * not change meanwhile.
+ */
+const struct profile *report_frames_init(struct report_frames_view *v, const struct profile *p,
+					 enum report_frames how);
+void report_frames_release(struct report_frames_view *v);
+/* Whether a sample of P has a Python frame (the profile's, or its view's). */
+bool report_has_python_frames(const struct profile *p);
 
 #endif

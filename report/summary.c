@@ -103,7 +103,9 @@ void report_summarize(struct report_summary *s, const struct profile *p,
 		      const struct report_filter *f, const bool *keep)
 {
 	const struct profile_meta *m = &p->meta;
-	uint8_t *end = xcalloc(p->nr_stacks + 1, 1);
+	/* how far a stack was unwound is the recorded stack's, whatever the view folds */
+	const struct profile *rec = p->recorded ? p->recorded : p;
+	uint8_t *end = xcalloc(rec->nr_stacks + 1, 1);
 	bool *seen_p = xcalloc(p->nr_procs + 1, 1), *seen_t = xcalloc(p->nr_threads + 1, 1);
 	bool *kept_p = xcalloc(p->nr_procs + 1, 1), *kept_t = xcalloc(p->nr_threads + 1, 1);
 	uint64_t truncated = 0, early = 0, early_total = 0;
@@ -114,12 +116,12 @@ void report_summarize(struct report_summary *s, const struct profile *p,
 	s->samples_total = p->nr_samples;
 	for (size_t i = 0; i < p->nr_samples; i++) {
 		const struct profile_sample *sm = &p->samples[i];
-		uint32_t t = sm->thread, pr = p->threads[t].process;
+		uint32_t t = sm->thread, pr = p->threads[t].process, st = rec->samples[i].stack;
 
-		if (!end[sm->stack])
-			end[sm->stack] = stack_end(p, sm->stack);
-		s->complete_total += end[sm->stack] == END_ROOT;
-		early_total += end[sm->stack] == END_EARLY;
+		if (!end[st])
+			end[st] = stack_end(rec, st);
+		s->complete_total += end[st] == END_ROOT;
+		early_total += end[st] == END_EARLY;
 		s->threads_total += !seen_t[t];
 		s->procs_total += !seen_p[pr];
 		seen_t[t] = seen_p[pr] = true;
@@ -128,9 +130,9 @@ void report_summarize(struct report_summary *s, const struct profile *p,
 		s->samples++;
 		s->weight_ns += sm->weight_ns;
 		s->states[sm->state < PROFILE_STATE_NR ? sm->state : PROFILE_STATE_UNKNOWN]++;
-		s->complete += end[sm->stack] == END_ROOT;
-		truncated += end[sm->stack] == END_TRUNCATED;
-		early += end[sm->stack] == END_EARLY;
+		s->complete += end[st] == END_ROOT;
+		truncated += end[st] == END_TRUNCATED;
+		early += end[st] == END_EARLY;
 		s->threads += !kept_t[t];
 		s->procs += !kept_p[pr];
 		kept_t[t] = kept_p[pr] = true;

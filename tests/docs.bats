@@ -55,7 +55,7 @@ help_matches_man() {
 # Options the contract lists for capabilities whose issues are still open, with the issue
 # that builds them. They are the only ones allowed to be missing from --help, and each must
 # leave this list in the commit that adds it (the test fails on a listed option --help has).
-PENDING="--frames:22"
+PENDING=""
 
 # help_covers_contract COMMAND HEADING: every option in the contract's table is in --help,
 # but for the pending ones above.

@@ -178,8 +178,8 @@ header_samples() {
 	[ "$(grep -cE ' +module$' <<<"$output")" -eq 4 ]
 }
 
-@test "an exact groups' table, with the Python split, of a Python job's profile" {
-	run --separate-stderr "$PROFTOOL" report --format groups --group-by process,thread,module --split nat.data
+@test "an exact groups' table, with the Python split, of a Python job's profile, every frame as recorded" {
+	run --separate-stderr "$PROFTOOL" report --frames all --format groups --group-by process,thread,module --split nat.data
 	[ "$status" -eq 0 ]
 	diff -u - <(sed -n '/^Python split/,$p' <<<"$output") <<'EOF'
 Python split: Python code 30 (19.4%), native code called from Python 105 (67.7%), native code outside Python 12 (7.7%), processes without Python 8 (5.2%)

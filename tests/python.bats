@@ -3,7 +3,9 @@
 # Python frames in recorded profiles (record/attach --python auto|off): what a user sees
 # in the report of CPython programs (tests/workloads/py/*.py), with Debian's python3
 # (3.11, stripped: .dynsym only) always and pyenv's 3.12 and 3.13 (libpython3.X.so) when
-# they are installed. Each scenario is a function run by one test per interpreter.
+# they are installed. Each scenario is a function run by one test per interpreter. The
+# reports show every frame as recorded (--frames all): tests/report_frames.bats has the
+# views that fold the interpreter away.
 
 load helpers
 
@@ -56,7 +58,7 @@ BEGIN {
 # python_names FILE [REPORT OPTIONS]: the qualified names of FILE's Python functions
 # (their JSON name, and the QUALNAME of a FILE:LINE(QUALNAME) name), one per line
 python_names() {
-	"$PROFTOOL" report --format json "$@" | python3 -c 'import json, re, sys
+	"$PROFTOOL" report --frames all --format json "$@" | python3 -c 'import json, re, sys
 for f in json.load(sys.stdin)["functions"]:
     if f["module"] == "[python]":
         print(f["name"])
@@ -68,7 +70,7 @@ for f in json.load(sys.stdin)["functions"]:
 # folded FILE [REPORT OPTIONS]: FILE's folded stacks into folded.txt and its Python
 # function names into names.txt, for the measures below
 folded() {
-	"$PROFTOOL" report --format folded "$@" >folded.txt
+	"$PROFTOOL" report --frames all --format folded "$@" >folded.txt
 	[ -s folded.txt ] || { echo "no folded stacks from $*" >&2; return 1; }
 	python_names "$@" >names.txt
 }
@@ -204,7 +206,7 @@ check_split() {
 	near "$c" 20 5
 	# the table's label: FILE:FIRSTLINE(QUALNAME), the method by its qualified name
 	def=$(grep -n '    def step(' "$PYDIR/split.py" | cut -d: -f1)
-	"$PROFTOOL" report --limit 0 s.data | table_rows | cut -f2 >labels.txt
+	"$PROFTOOL" report --frames all --limit 0 s.data | table_rows | cut -f2 >labels.txt
 	grep -qxF "$PYDIR/split.py:$def(Trainer.step)" labels.txt ||
 		{ echo "no row $PYDIR/split.py:$def(Trainer.step):" >&2; cat labels.txt >&2; return 1; }
 	[ "$backend" = perf ] || return 0
@@ -282,7 +284,7 @@ check_threads() {
 
 	record_py t.data -- threads.py 1
 	[ "$(wc -l <script.out)" -eq 4 ]
-	"$PROFTOOL" report --per-thread --limit 0 t.data | table_rows >rows.txt
+	"$PROFTOOL" report --frames all --per-thread --limit 0 t.data | table_rows >rows.txt
 	[ "$(grep -c '^=== ' rows.txt)" -ge 4 ]
 	while read -r fn tid; do
 		grep -q "^=== .*tid $tid)" rows.txt || { echo "no section for tid $tid" >&2; return 1; }
@@ -304,7 +306,7 @@ check_processes() {
 	record_py p.data -- procs.py "$method" 0.6
 	parent=$(awk '$1 == "parent" { print $2 }' script.out)
 	[ -n "$parent" ]
-	"$PROFTOOL" report --per-process --limit 0 p.data | table_rows >rows.txt
+	"$PROFTOOL" report --frames all --per-process --limit 0 p.data | table_rows >rows.txt
 	for pid in $(awk '$1 == "worker" { print $2 }' script.out); do
 		n=$((n + 1))
 		grep -q "^=== .*(pid $pid)" rows.txt || { echo "no section for worker $pid" >&2; return 1; }
@@ -436,8 +438,8 @@ check_fork_exec() {
 	at_least "$s" 25
 	at_least "$(coverage)" 95
 	# the whole profile reads, every format that walks the stacks
-	"$PROFTOOL" report --limit 0 fx.data >/dev/null
-	"$PROFTOOL" report --format tree fx.data >/dev/null
+	"$PROFTOOL" report --frames all --limit 0 fx.data >/dev/null
+	"$PROFTOOL" report --frames all --format tree fx.data >/dev/null
 }
 
 # --python off: the interpreter's own frames, no Python functions
@@ -688,7 +690,7 @@ check_python_off() {
 	record_to off.data --python off -- "$WORKLOADS/threads"
 	[ -z "$(python_names auto.data)" ]
 	for f in auto off; do
-		"$PROFTOOL" report --limit 0 "$f.data" | table_rows >"$f.rows"
+		"$PROFTOOL" report --frames all --limit 0 "$f.data" | table_rows >"$f.rows"
 	done
 	# every function with 1% of either run is in the table of the other
 	for f in auto off; do
