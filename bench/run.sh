@@ -3,8 +3,8 @@
 # make bench: proftool against perf, side by side in the same run.
 # Overhead, accuracy, lost samples, profile size, report speed/memory and the
 # time record needs after the target exits; then what named regions cost
-# (bench/regions.sh) and what a dump costs (bench/dump.sh). See bench/README.md
-# for the method.
+# (bench/regions.sh), what a dump costs (bench/dump.sh) and proftool's CPU per
+# sample (bench/pycost.sh). See bench/README.md for the method.
 #
 # Environment (for experiments; the defaults are what make bench measures):
 #   O=DIR             build directory (default build), as for make
@@ -12,7 +12,7 @@
 #   BENCH_SCALE=X     multiplies every workload's size (default 1)
 #   BENCH_SAMPLES=N   samples aimed at for the big recording (default 100000)
 #   BENCH_NO_README=1 print the table only; leave bench/README.md alone
-#   BENCH_ONLY=PART   one part only: perf (the comparison), regions or dump
+#   BENCH_ONLY=PART   one part only: perf (the comparison), regions, dump or pycost
 set -euo pipefail
 export LC_ALL=C
 
@@ -33,7 +33,8 @@ case ${BENCH_ONLY:-} in
 '' | perf) ;;
 regions) exec bench/regions.sh ;;
 dump) exec bench/dump.sh ;;
-*) die "BENCH_ONLY must be perf, regions or dump, not '$BENCH_ONLY'" ;;
+pycost) exec bench/pycost.sh ;;
+*) die "BENCH_ONLY must be perf, regions, dump or pycost, not '$BENCH_ONLY'" ;;
 esac
 
 # ---------------------------------------------------------------- preconditions
@@ -565,3 +566,5 @@ fi
 [ "${BENCH_ONLY:-}" = perf ] || bench/regions.sh
 # ---------------------------------------------------------------- dump
 [ "${BENCH_ONLY:-}" = perf ] || bench/dump.sh
+# ---------------------------------------------------------------- CPU per sample
+[ "${BENCH_ONLY:-}" = perf ] || bench/pycost.sh

@@ -15,7 +15,7 @@ long sampler_read_long(const char *path, long def);
 
 #include "sampler.h"
 
-/* perf.c */
+/* perf.c (the backend's own internals are in perf_int.h) */
 struct perf_sampler;
 struct perf_sampler *perf_sampler_open(const struct sampler_opts *opts, char *err, size_t errlen);
 int perf_sampler_enable(struct perf_sampler *s);

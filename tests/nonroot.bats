@@ -210,7 +210,7 @@ check_split() {
 }
 
 # A budget used up is no denial: --backend auto falls back to ptrace only where
-# perf_event_open is refused (sampler/perf.c gives ENOBUFS for it, so that auto tells the two
+# perf_event_open is refused (sampler/perf_open.c gives ENOBUFS for it, so that auto tells the two
 # apart), and a fallback would hide what to raise.
 @test "the default backend with the locked-memory budget used up fails like perf, without a fallback" {
 	[ "$paranoid" -le 2 ] || skip "perf_event_paranoid is $paranoid: unprivileged users cannot use perf"

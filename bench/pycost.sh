@@ -1,0 +1,261 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# make bench, profiler CPU per sample: what `proftool record` itself spends on each
+# sample (its user+system time, less the target's), as the difference between a short
+# and a long run of the same job divided by the difference in samples, so that start-up
+# and finishing cancel out. A C job, a pure-Python job and, where python3 can import
+# torch, the PyTorch job, each with --python off and by default; perf record -g on the
+# C job beside them; and, where strace is installed, proftool's system calls per sample
+# on the Python job. bench/run.sh runs it last, or alone with BENCH_ONLY=pycost. See
+# bench/README.md ("Profiler CPU per sample").
+#
+# Environment: O=DIR (build directory, default build), BENCH_RUNS=N (pairs of runs per
+# figure, median taken, default 3), BENCH_NO_README=1 (print the table only),
+# PYCOST_SHORT=S and PYCOST_LONG=S (the two lengths, seconds, default 3 and 9).
+set -euo pipefail
+export LC_ALL=C
+
+cd "$(dirname "$0")/.."
+# shellcheck source=bench/readme_table.sh
+. bench/readme_table.sh
+ROOT=$PWD
+BUILD=$ROOT/${O:-build}
+PT=$BUILD/proftool
+RUNS=${BENCH_RUNS:-3}
+SHORT=${PYCOST_SHORT:-3}
+LONG=${PYCOST_LONG:-9}
+README=$ROOT/bench/README.md
+PY=/usr/bin/python3
+FREQ=999
+T0=$(date +%s)
+
+die() { echo "bench: $*" >&2; exit 1; }
+progress() { printf 'bench: [%3ds] pycost: %s\n' $(($(date +%s) - T0)) "$*" >&2; }
+
+[ -x "$PT" ] || die "$PT is missing; run make bench (it builds first)"
+[ -x "$PY" ] || die "$PY (Debian's python3) is needed for the Python job"
+command -v gcc >/dev/null 2>&1 || die "gcc is needed to build the bench workloads"
+[[ $RUNS =~ ^[0-9]+$ ]] && [ "$RUNS" -ge 1 ] || die "BENCH_RUNS must be a positive whole number"
+awk -v s="$SHORT" -v l="$LONG" 'BEGIN { exit !(s + 0 > 0 && l + 0 > s + 0) }' ||
+	die "PYCOST_SHORT and PYCOST_LONG must be seconds, the first less than the second"
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/proftool-bench-pycost.XXXXXX")
+cleanup() { rm -rf "$T"; }
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# the same binary for every run, whatever happens to the build directory meanwhile
+cp "$PT" "$T/proftool"
+PT=$T/proftool
+BL=$T/benchload
+gcc -std=gnu11 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread \
+	-Wall -Wextra -Werror -o "$BL" bench/benchload.c -lm
+PERF=()
+if command -v perf >/dev/null 2>&1 && perf version >/dev/null 2>&1; then
+	# perf's build-id cache goes to the temp dir, so that the bench leaves nothing behind
+	PERF=(perf --buildid-dir "$T/perf-debug")
+	"${PERF[@]}" record -q -e cpu-clock -o "$T/probe.perf" -- true >/dev/null 2>&1 || PERF=()
+	rm -f "$T/probe.perf"
+fi
+TORCH=0
+"$PY" -c 'import torch' >/dev/null 2>&1 && TORCH=1
+
+# ---------------------------------------------------------------- the jobs
+# job NAME LEN: the command of job NAME sized for LEN seconds of wall time on 2 idle CPUs
+job() {
+	local half
+	case $1 in
+	# 4 threads of LEN/2 s of CPU each: LEN s on 2 CPUs, the profiler competing for them
+	c) half=$(awk -v l="$2" 'BEGIN { print l / 2 }'); echo "$BL spin 4 $half" ;;
+	# one interpreter, LEN s of CPU, six Python frames deep
+	py) echo "$PY $ROOT/bench/pyspin.py $2" ;;
+	# the PyTorch job: 8 DataLoader workers forked per epoch; an epoch stands for 3 s
+	torch) echo "$PY $ROOT/bench/torchjob.py --workers 8 --epochs $(awk -v l="$2" 'BEGIN { e = int(l / 3 + 0.5); print (e < 1 ? 1 : e) }')" ;;
+	esac
+}
+
+# measure VARIANT JOB LEN RUN: one recording through two timers, the outer one around
+# the profiler, the inner one around the target ("wall user sys maxrss start end" each)
+measure() {
+	local var=$1 name=$2 len=$3 i=$4 d
+	local -a rec
+	d=$T/runs/$name/$var/$len/$i
+	mkdir -p "$d"
+	case $var in
+	default) rec=("$PT" record -q -F "$FREQ" -o "$d/out.data" --) ;;
+	python-off) rec=("$PT" record -q -F "$FREQ" --python off -o "$d/out.data" --) ;;
+	perf) rec=("${PERF[@]}" record -q -e cpu-clock -F "$FREQ" -g -o "$d/out.data" --) ;;
+	*) die "internal: unknown variant $var" ;;
+	esac
+	# shellcheck disable=SC2046 # job prints a command line of plain words
+	if ! "$BL" run "$d/outer" "${rec[@]}" "$BL" run "$d/inner" $(job "$name" "$len") >"$d/stdout" 2>"$d/stderr"; then
+		echo "bench: pycost: $name/$var ($len s) run $i failed: ${rec[*]} $(job "$name" "$len")" >&2
+		sed 's/^/  /' "$d/stderr" >&2
+		exit 1
+	fi
+	samples "$var" "$d/out.data" >"$d/samples"
+	rm -f "$d/out.data"
+}
+
+# samples VARIANT FILE: the samples in a recording
+samples() {
+	local n
+	if [ "$1" = perf ]; then
+		n=$("${PERF[@]}" report --stats -i "$2" 2>/dev/null | awk '/ stats:$/ { ev = 1 } ev && /SAMPLE events:/ { print $3; exit }')
+	else
+		n=$("$PT" report -i "$2" --limit 1 | awk '/ samples over / { print $1; exit }')
+	fi
+	[ -n "$n" ] || die "cannot read the sample count of a $1 recording"
+	echo "$n"
+}
+
+# the profiler's own CPU in one run, seconds: user+sys of the outer timer less the inner's
+own_cpu() { paste -d' ' "$1/outer" "$1/inner" | awk '{ printf "%.6f\n", ($2 + $3) - ($8 + $9) }'; }
+
+med() { sort -g | awk '{ a[NR] = $1 } END { if (!NR) print "nan"; else if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a + 0 <= b + 0) }'; }
+result() { if "$@"; then echo PASS; else echo MISS; fi; }
+num() { awk -v a="$1" -v f="$2" 'BEGIN { printf f "\n", a }'; }
+MISSES=()
+note_result() { [ "$1" != MISS ] || MISSES+=("$2"); }
+
+# per_sample JOB VARIANT: microseconds of the profiler's CPU per extra sample, for each run
+# pair (short i, long i), median taken
+per_sample() {
+	local i s l
+	for ((i = 1; i <= RUNS; i++)); do
+		s=$T/runs/$1/$2/$SHORT/$i l=$T/runs/$1/$2/$LONG/$i
+		awk -v cs="$(own_cpu "$s")" -v cl="$(own_cpu "$l")" -v ns="$(cat "$s/samples")" -v nl="$(cat "$l/samples")" \
+			'BEGIN { if (nl > ns) print (cl - cs) / (nl - ns) * 1e6; else print "nan" }'
+	done | med
+}
+nsamples() { local i; for ((i = 1; i <= RUNS; i++)); do cat "$T/runs/$1/$2/$3/$i/samples"; done | med; }
+
+# ---------------------------------------------------------------- running
+CASES=("c default" "c python-off" "py default" "py python-off")
+[ "${#PERF[@]}" = 0 ] || CASES+=("c perf")
+[ "$TORCH" = 0 ] || CASES+=("torch default" "torch python-off")
+progress "$RUNS rounds of ${#CASES[@]} cases, each run for $SHORT s and $LONG s, -F $FREQ"
+# rounds: every case in turn, short and long, so that the machine's drift hits all alike
+for ((i = 1; i <= RUNS; i++)); do
+	for c in "${CASES[@]}"; do
+		read -r name var <<<"$c"
+		measure "$var" "$name" "$SHORT" "$i"
+		measure "$var" "$name" "$LONG" "$i"
+	done
+	progress "round $i of $RUNS done"
+done
+
+# proftool's system calls per sample on a 2 s Python recording, counted while the target
+# runs: from its execve to the wait4 that reaps it, so that start-up and finishing (reading
+# /proc/kallsyms alone is thousands of reads) are left out. strace -f follows the target
+# too; its own calls are told apart by process, the target being the process that calls
+# execve after proftool's own (which strace shows on the first line).
+SYSCALLS=(process_vm_readv ppoll poll read write wait4)
+STRACE=0
+if command -v strace >/dev/null 2>&1; then
+	progress "strace -f of a 2 s Python recording"
+	d=$T/strace
+	mkdir -p "$d"
+	# shellcheck disable=SC2046 # job prints a command line of plain words
+	if strace -f -qq -o "$d/trace" -e trace="$(
+		IFS=,
+		echo "${SYSCALLS[*]},execve"
+	)" "$PT" record -q -F "$FREQ" -o "$d/out.data" -- $(job py 2) >"$d/stdout" 2>"$d/stderr"; then
+		samples default "$d/out.data" >"$d/samples"
+		# "PID name(...": the first half of an interrupted call, never its "<... resumed>"
+		awk 'NR == 1 { self = $1; next }
+			!tgt && $2 ~ /^execve\(/ && $1 != self { tgt = $1; next }
+			!tgt || done || $1 == tgt { next }
+			/wait4/ && $NF == tgt { done = 1 }
+			$2 !~ /^<\.\.\./ { n = $2; sub(/\(.*/, "", n); count[n]++ }
+			END { for (n in count) print n, count[n] }' "$d/trace" >"$d/counts"
+		STRACE=1
+	else
+		echo "bench: pycost: strace failed, system calls not counted: $(head -n 3 "$d/stderr" | tr '\n' ' ')" >&2
+	fi
+fi
+
+# ---------------------------------------------------------------- the table
+TABLE=$T/table
+fmt() { printf '%-34s %-26s %17s %10s  %-26s %s\n' "$@" >>"$TABLE"; }
+section() { printf '%s\n' "$*" >>"$TABLE"; }
+{
+	printf 'profiler CPU per sample: (user+sys of record, less the target'"'"'s, in a %s s run - in a %s s run)\n' "$LONG" "$SHORT"
+	printf '/ (samples in the %s s run - in the %s s run); median of %d pairs; -F %d, call graph defaults\n' \
+		"$LONG" "$SHORT" "$RUNS" "$FREQ"
+	printf '(proftool: -g dwarf; perf: -g, frame pointers)\n\n'
+} >"$TABLE"
+fmt "job" "option" "samples ${SHORT}s/${LONG}s" "us/sample" "target" "result"
+fmt "---" "------" "----------------" "---------" "------" "------"
+row() {   # row JOB VARIANT LABEL OPTION
+	local n
+	n="$(num "$(nsamples "$1" "$2" "$SHORT")" %.0f)/$(num "$(nsamples "$1" "$2" "$LONG")" %.0f)"
+	fmt "$3" "$4" "$n" "$(num "$(per_sample "$1" "$2")" %.1f)" "" ""
+}
+C_LABEL="C, 4 threads (benchload spin)"
+PY_LABEL="Python, 6 frames (pyspin.py)"
+row c default "$C_LABEL" "default (--python auto)"
+row c python-off "$C_LABEL" "--python off"
+[ "${#PERF[@]}" = 0 ] || row c perf "$C_LABEL" "perf record -g"
+row py default "$PY_LABEL" "default (--python auto)"
+row py python-off "$PY_LABEL" "--python off"
+if [ "$TORCH" = 1 ]; then
+	row torch default "PyTorch, 8 workers (torchjob.py)" "default (--python auto)"
+	row torch python-off "PyTorch, 8 workers (torchjob.py)" "--python off"
+else
+	fmt "PyTorch (torchjob.py)" "skipped: $PY cannot import torch" "" "" "" ""
+fi
+
+section ""
+section "targets"
+pc=$(per_sample py default); cc=$(per_sample c default)
+res=$(result le "$pc" 10)
+fmt "Python job, default" "us per sample" "" "$(num "$pc" %.1f)" "<= 10 us" "$res"
+note_result "$res" "Python job: $(num "$pc" %.1f) us of proftool's CPU per sample (target 10)"
+# (in awk's printf, a bare '>' would redirect: comparisons go in parentheses)
+ratio=$(awk -v a="$pc" -v b="$cc" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+res=$(result le "$ratio" 2.5)
+fmt "Python job / C job, default" "ratio" "" "${ratio}x" "<= 2.5x" "$res"
+note_result "$res" "Python job: ${ratio}x the C job's CPU per sample (target 2.5x)"
+if [ "${#PERF[@]}" != 0 ]; then
+	qc=$(per_sample c perf)
+	res=$(result le "$cc" "$qc")
+	fmt "C job, default, against perf -g" "proftool / perf" "" "$(awk -v a="$cc" -v b="$qc" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')" "<= perf ($(num "$qc" %.1f) us)" "$res"
+	note_result "$res" "C job: proftool $(num "$cc" %.1f) us per sample, perf record -g $(num "$qc" %.1f)"
+else
+	fmt "C job, default, against perf -g" "skipped: perf is missing" "" "" "<= perf" ""
+fi
+
+section ""
+if [ "$STRACE" = 1 ]; then
+	n=$(cat "$T/strace/samples")
+	section "system calls of proftool per sample while the target ran, strace -f of a 2 s Python recording (default options, $n samples):"
+	line=""
+	for sc in "${SYSCALLS[@]}"; do
+		line+="$sc $(awk -v s="$sc" -v n="$n" '$1 == s { c = $2 } END { printf "%.2f", (c + 0) / n }' "$T/strace/counts"), "
+	done
+	section "  ${line%, }"
+else
+	section "system calls per sample: skipped (strace is not installed)"
+fi
+
+ELAPSED=$(($(date +%s) - T0))
+{
+	printf '\n'
+	printf 'Date %s; Linux %s; %s; %s CPUs; %s; Python %s\n' "$(date -u '+%Y-%m-%d %H:%M UTC')" "$(uname -r)" \
+		"$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)" "$(nproc)" \
+		"$( ((${#PERF[@]})) && perf version 2>/dev/null || echo 'no perf')" \
+		"$("$PY" -c 'import platform; print(platform.python_version())')"
+	printf 'Took %d s; load average at the end: %s\n' "$ELAPSED" "$(cut -d' ' -f1-3 /proc/loadavg)"
+	printf 'PASS %d, MISS %d\n' "$(grep -cE ' PASS$' "$TABLE" || true)" "$(grep -cE ' MISS$' "$TABLE" || true)"
+} >>"$TABLE"
+
+cat "$TABLE"
+if [ "${#MISSES[@]}" -gt 0 ]; then
+	printf '\nMISS:\n' >&2
+	printf '  - %s\n' "${MISSES[@]}" >&2
+fi
+
+save_table pycost "$TABLE" "$README"

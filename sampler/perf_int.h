@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: MIT
+/* The perf_event backend's own: its state, shared by perf.c (the entry points), perf_open.c (opening the events and mapping their ring buffers), perf_drain.c (the thread that empties the ring buffers) and perf_order.c (decoding and delivering records in time order). */
+#ifndef PROFTOOL_SAMPLER_PERF_INT_H
+#define PROFTOOL_SAMPLER_PERF_INT_H
+
+#include <linux/perf_event.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+struct cpu_buf {
+	int fd;                 /* the first task's event: owns the ring buffer */
+	int *more;              /* the other tasks' events, writing into fd's buffer */
+	size_t nr_more, alloc_more;
+	int cpu;
+	void *base;             /* header page + data area */
+	size_t data_size;       /* bytes, a power of two */
+	bool hup;               /* the events' tasks are all gone */
+};
+
+struct pending {
+	uint64_t time;
+	uint64_t seq;           /* ties keep ring-buffer order */
+	size_t off;             /* into its chunk */
+	uint32_t chunk;
+	uint32_t len;           /* the record's bytes, then what the hook wrote after them */
+	uint32_t extra;         /* the hook's bytes (8-byte aligned after the record) */
+};
+
+/*
+ * Records copied out of the ring buffers, as the reader took them from the
+ * drain thread. A chunk is freed once all its records are delivered, so a
+ * record is copied once however long it waits for its turn.
+ */
+struct chunk {
+	unsigned char *buf;     /* NULL: a free slot */
+	size_t len, alloc;
+	size_t live;            /* records not delivered yet */
+};
+
+/* What the drain thread has copied out and the reader not taken yet (under lock). */
+struct stage {
+	unsigned char *buf;
+	size_t len, alloc;
+	struct pending *pend;   /* .chunk is set when taken */
+	size_t nr, alloc_pend;
+	uint64_t sweep;         /* start of the last sweep of every buffer that completed */
+	uint64_t prev_sweep;    /* start of the one before it */
+};
+
+struct perf_sampler {
+	struct sampler_opts opts;
+	struct perf_event_attr attr;
+	struct cpu_buf *cpus;
+	unsigned nr_cpus;
+	size_t page_size;
+	unsigned max_stack;
+
+	/*
+	 * A thread of its own empties the ring buffers into the stage as they
+	 * fill, so that the time the reader spends unwinding (a first sample
+	 * of a process reads its libraries' debug information: tens of ms)
+	 * never lets them overflow. The reader takes the stage, sorts, and
+	 * delivers what is old enough.
+	 */
+	pthread_t drainer;
+	bool drainer_running;
+	pthread_mutex_t lock;
+	int wake_fd;                    /* eventfd: the stage has records */
+	int stop_fd;                    /* eventfd: the drain thread must end */
+	struct stage stage;             /* under lock */
+	uint64_t seq;                   /* drain thread (or the reader once it ended) */
+	uint64_t buffered;              /* atomic: bytes copied out, not delivered yet */
+
+	/* the reader's: records taken from the stage, waiting for their turn */
+	struct chunk *chunks;
+	size_t nr_chunks, alloc_chunks;
+	struct pending *pend;
+	size_t nr_pend, alloc_pend;
+
+	uint64_t *chain;                /* scratch for one callchain */
+	size_t alloc_chain;
+
+	uint64_t nr_samples, nr_lost;
+};
+
+/* perf_open.c: the events and their ring buffers */
+/* The online CPUs into *OUT (the caller frees it); returns how many. */
+unsigned perf_online_cpus(int **out);
+/* Fills s->attr from s->opts. */
+void perf_setup_attr(struct perf_sampler *s);
+/*
+ * Opens an event per CPU of CPUS (s->nr_cpus of them) and maps its ring
+ * buffer, as large as the locked-memory budget allows, then the other
+ * tasks' events (attach). Returns 0, or a negative errno with ERR filled.
+ */
+int perf_open_and_map(struct perf_sampler *s, const int *cpus, char *err, size_t errlen);
+/* Closes every event (the ring buffers stay mapped). */
+void perf_close_events(struct perf_sampler *s);
+
+/* perf_drain.c: the drain thread */
+/* One sweep of every ring buffer into the stage, under the lock: the drain thread's, or the reader's once it has stopped. */
+void perf_drain_all(struct perf_sampler *s);
+/* Starts the drain thread (and the eventfds it signals on); 0 or a negative errno. */
+int perf_drainer_start(struct perf_sampler *s);
+/* Stops the drain thread and waits for it; does nothing when it is not running. */
+void perf_drainer_stop(struct perf_sampler *s);
+
+/* perf_order.c: records in time order, to the consumer */
+/*
+ * The reader's side, not thread-safe. Takes what the drain thread staged;
+ * returns the time before which every record is in hand.
+ */
+uint64_t perf_take_stage(struct perf_sampler *s);
+/* Delivers the records taken that are older than LIMIT, in time order; 0, or CB's first nonzero return (delivery stops there). */
+int perf_deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, void *arg);
+
+#endif
