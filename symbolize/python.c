@@ -12,10 +12,30 @@
 #define PAGE_SIZE_ 4096ull      /* of the cache, not necessarily the kernel's (a divisor of it) */
 #define PAGE_SLOTS 64           /* pages cached per stack read; three quarters are used at most */
 #define SEEN_SLOTS 8192         /* > 2 * PY_MAX_DEPTH: the open-addressing set stays half empty */
+#define READ_IOVECS 256         /* ranges per process_vm_readv (IOV_MAX is 1024) */
+/*
+ * Pages fetched below a frame's page when it is not cached: the frames a
+ * frame returns to lie below it in the thread's data stack, so one call
+ * brings the rest of a typical stack along.
+ */
+#define FRAME_PAGES_BELOW 3
 
 struct thread_entry {
 	int32_t tid;
 	uint64_t tstate;                /* 0: forgotten */
+	/*
+	 * Where the last read found the thread's _PyCFrame (3.11, 3.12) and
+	 * innermost frame: their pages are fetched with the thread state's,
+	 * in one call, since a thread mostly runs in the same few pages.
+	 */
+	uint64_t last_cframe, last_frame;
+};
+
+/* A Python frame the walk found, its code object not read yet. */
+struct walked {
+	uint64_t code, instr;
+	uint32_t flags;
+	uint32_t code_idx;              /* its code object among the distinct ones of the stack */
 };
 
 struct py_proc {
@@ -42,6 +62,14 @@ struct py_proc {
 	size_t pages_used;
 	uint8_t (*page_data)[PAGE_SIZE_];
 	uint64_t counts[PY_STACK_NR];
+	/* scratch of one stack read: its frames, and its distinct code objects' headers */
+	struct walked *walked;
+	size_t walked_alloc;
+	uint64_t *code_addr;
+	uint32_t *code_order;
+	uint8_t (*code_hdr)[PY_HDR_MAX];
+	bool *code_ok;
+	size_t codes_alloc;
 };
 
 int py_read_process(void *arg, const struct py_read *r, size_t n)
@@ -49,8 +77,8 @@ int py_read_process(void *arg, const struct py_read *r, size_t n)
 	size_t done = 0;
 
 	while (done < n) {
-		struct iovec local[64], remote[64];
-		size_t chunk = n - done < 64 ? n - done : 64;
+		struct iovec local[READ_IOVECS], remote[READ_IOVECS];
+		size_t chunk = n - done < READ_IOVECS ? n - done : READ_IOVECS;
 		ssize_t got;
 
 		for (size_t i = 0; i < chunk; i++) {
@@ -128,43 +156,75 @@ static bool copy_cached(const struct py_proc *p, const struct py_read *r)
 	return true;
 }
 
-/*
- * Reads N (at most 2) ranges as a py_read_fn does, through the page cache:
- * the pages missing are fetched in one call of the reader. Ranges the
- * cache has no room for are read directly.
- */
-static int paged_read(struct py_proc *p, const struct py_read *r, size_t n)
+/* Adds page PG to the fetch list F (*NF entries) unless cached, listed, or the cache is full. */
+static void want_page(struct py_proc *p, uint64_t pg, struct py_read *f, size_t *slots, size_t *nf)
 {
-	struct py_read fetch[4];
-	size_t slots[4], nf = 0;
-	int got = 0;
+	bool hit, dup = false;
+	size_t slot;
 
-	for (size_t i = 0; i < n && i < 2; i++) {
+	if (!pg || pg >= PY_USER_END)
+		return;
+	slot = page_slot(p, pg, &hit);
+	for (size_t k = 0; k < *nf; k++)
+		dup |= f[k].addr == pg;
+	if (hit || dup || slot == PAGE_SLOTS || p->pages_used + *nf >= PAGE_SLOTS * 3 / 4)
+		return;
+	/* claimed now, so that the next page of this call probes past it */
+	p->page_gen[slot] = p->page_gen_now;
+	p->page_addr[slot] = pg;
+	slots[*nf] = slot;
+	f[(*nf)++] = (struct py_read){ pg, p->page_data[slot], PAGE_SIZE_ };
+}
+
+/*
+ * Brings the pages of the N ranges R that the cache lacks into it, in one
+ * call of the reader, and with them up to BELOW[i] pages under range i's
+ * first page (BELOW may be NULL: none). The ranges' own pages come first,
+ * so that a page below that cannot be read (the reader stops at the first
+ * failure) hides none of them. Ranges longer than a page are left to
+ * direct reads.
+ */
+static void prefetch(struct py_proc *p, const struct py_read *r, size_t n, const unsigned *below)
+{
+	struct py_read fetch[PAGE_SLOTS];
+	size_t slots[PAGE_SLOTS], nf = 0;
+	int got;
+
+	for (size_t i = 0; i < n; i++) {
 		if (!r[i].len || !range_ok(&r[i]) || r[i].len > PAGE_SIZE_)
 			continue;
-		for (uint64_t pg = r[i].addr & ~(PAGE_SIZE_ - 1); pg < r[i].addr + r[i].len; pg += PAGE_SIZE_) {
-			bool hit, dup = false;
-			size_t slot = page_slot(p, pg, &hit);
-
-			for (size_t k = 0; k < nf; k++)
-				dup |= fetch[k].addr == pg;
-			if (hit || dup || slot == PAGE_SLOTS || p->pages_used + nf >= PAGE_SLOTS * 3 / 4)
-				continue;
-			/* claimed now, so that the next page of this call probes past it */
-			p->page_gen[slot] = p->page_gen_now;
-			p->page_addr[slot] = pg;
-			slots[nf] = slot;
-			fetch[nf++] = (struct py_read){ pg, p->page_data[slot], PAGE_SIZE_ };
-		}
+		for (uint64_t pg = r[i].addr & ~(PAGE_SIZE_ - 1); pg < r[i].addr + r[i].len; pg += PAGE_SIZE_)
+			want_page(p, pg, fetch, slots, &nf);
 	}
-	if (nf)
-		got = p->t.read(p->t.read_arg, fetch, nf);
+	for (size_t i = 0; i < n && below; i++) {
+		uint64_t pg = r[i].addr & ~(PAGE_SIZE_ - 1);
+
+		if (!r[i].len || !range_ok(&r[i]) || r[i].len > PAGE_SIZE_)
+			continue;
+		for (unsigned k = 1; k <= below[i] && pg >= k * PAGE_SIZE_; k++)
+			want_page(p, pg - k * PAGE_SIZE_, fetch, slots, &nf);
+	}
+	if (!nf)
+		return;
+	got = p->t.read(p->t.read_arg, fetch, nf);
 	for (size_t k = 0; k < nf; k++) {
 		if ((int)k < got)
 			p->pages_used++;
 		else
 			p->page_gen[slots[k]] = p->page_gen_now - 1;
 	}
+}
+
+/*
+ * Reads N ranges as a py_read_fn does, through the page cache (the pages
+ * missing fetched in one call of the reader, BELOW more under each range);
+ * ranges the cache has no room for are read directly.
+ */
+static int paged_read_below(struct py_proc *p, const struct py_read *r, size_t n, unsigned below)
+{
+	unsigned b[2] = { below, below };
+
+	prefetch(p, r, n < 2 ? n : 2, b);
 	for (size_t i = 0; i < n; i++) {
 		if (!range_ok(&r[i]))
 			return (int)i;
@@ -172,6 +232,11 @@ static int paged_read(struct py_proc *p, const struct py_read *r, size_t n)
 			return (int)i;
 	}
 	return (int)n;
+}
+
+static int paged_read(struct py_proc *p, const struct py_read *r, size_t n)
+{
+	return paged_read_below(p, r, n, 0);
 }
 
 static bool rd(struct py_proc *p, uint64_t addr, void *buf, size_t len)
@@ -227,6 +292,11 @@ void py_proc_free(struct py_proc *p)
 		return;
 	py_codes_free(p->codes);
 	free(p->page_data);
+	free(p->walked);
+	free(p->code_addr);
+	free(p->code_order);
+	free(p->code_hdr);
+	free(p->code_ok);
 	free(p->threads);
 	idx_release(&p->thread_idx);
 	free(p);
@@ -369,12 +439,18 @@ static void seen_reset(struct py_proc *p)
 	}
 }
 
-/* The thread's innermost frame (3.11/3.12 through its _PyCFrame), 0 when it runs none. */
-static enum py_status current_frame(struct py_proc *p, const uint8_t *ts, uint64_t *frame)
+/*
+ * The thread's innermost frame (3.11/3.12 through its _PyCFrame), 0 when
+ * it runs none; *FIELD gets where it was read in the target (0: in the
+ * thread state).
+ */
+static enum py_status current_frame(struct py_proc *p, const uint8_t *ts, uint64_t *frame,
+				    uint64_t *field)
 {
 	const struct py_layout *l = &p->t.l;
 	uint64_t cframe;
 
+	*field = 0;
 	if (l->tstate_cframe == PY_OFF_NONE) {
 		*frame = u64_at(ts, l->cframe_current_frame);
 		return PY_STACK_COMPLETE;
@@ -382,7 +458,8 @@ static enum py_status current_frame(struct py_proc *p, const uint8_t *ts, uint64
 	cframe = u64_at(ts, l->tstate_cframe);
 	if (!py_ptr_ok(cframe))
 		return PY_STACK_TORN;
-	return rd(p, cframe + l->cframe_current_frame, frame, 8) ? PY_STACK_COMPLETE : PY_STACK_UNREADABLE;
+	*field = cframe + l->cframe_current_frame;
+	return rd(p, *field, frame, 8) ? PY_STACK_COMPLETE : PY_STACK_UNREADABLE;
 }
 
 /*
@@ -400,17 +477,32 @@ static uint32_t line_of(struct py_proc *p, struct py_code *c, uint64_t off)
 	return py_code_line(p->codes, c, o);
 }
 
+/* Room for N frames and as many code objects in P's scratch arrays. */
+static void scratch_grow(struct py_proc *p, size_t n)
+{
+	if (n > p->walked_alloc) {
+		p->walked_alloc = n;
+		p->walked = xrealloc(p->walked, st_mult(p->walked_alloc, sizeof(*p->walked)));
+	}
+	if (n > p->codes_alloc) {
+		p->codes_alloc = n;
+		p->code_addr = xrealloc(p->code_addr, st_mult(p->codes_alloc, sizeof(*p->code_addr)));
+		p->code_order = xrealloc(p->code_order, st_mult(p->codes_alloc, sizeof(*p->code_order)));
+		p->code_hdr = xrealloc(p->code_hdr, st_mult(p->codes_alloc, sizeof(*p->code_hdr)));
+		p->code_ok = xrealloc(p->code_ok, st_mult(p->codes_alloc, sizeof(*p->code_ok)));
+	}
+}
+
 /*
- * Walks the chain from FRAME (whose header is in BUF[0]). Each step reads
- * the code object of this frame and the header of the previous frame in
- * one call of the reader: one system call per frame once the code objects
- * are cached.
+ * Walks the chain of frames from FRAME (whose header is in BUF[0]) into
+ * p->walked, up to MAX Python frames, reading frame headers only: through
+ * the page cache, a frame not cached bringing the pages below it along.
+ * Returns the Python frames found and sets *STATUS to why the walk ended.
  */
-static size_t walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], struct py_frame *out,
-		   size_t max, enum py_status *status)
+static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], size_t max,
+			  enum py_status *status)
 {
 	const struct py_layout *l = &p->t.l;
-	uint8_t code_hdr[PY_HDR_MAX];
 	uint8_t max_owner = l->owned_by_cstack != PY_OWNER_NONE ? (uint8_t)l->owned_by_cstack : 2;
 	size_t n = 0, run = 0, cur = 0;
 	bool empty_above = false;
@@ -420,70 +512,49 @@ static size_t walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX]
 		const uint8_t *f = buf[cur];
 		uint64_t code = u64_at(f, l->frame_code), prev = u64_at(f, l->frame_previous);
 		uint8_t owner = f[l->frame_owner];
-		struct py_read r[2] = {
-			{ code, code_hdr, p->t.hdr_code },
-			{ prev, buf[!cur], p->t.hdr_frame },
-		};
-		size_t want = prev ? 2 : 1;
-		struct py_code *c;
-		int got;
+		struct py_read r = { prev, buf[!cur], p->t.hdr_frame };
 
 		if (depth == PY_MAX_DEPTH) {
 			*status = PY_STACK_TOO_DEEP;
 			return n;
 		}
-		if (!seen_add(p, frame) || owner > max_owner || (prev && !py_ptr_ok(prev))) {
-			*status = PY_STACK_TORN;
-			return n;
-		}
+		if (!seen_add(p, frame) || owner > max_owner || (prev && !py_ptr_ok(prev)))
+			goto torn;
 		if (owner == l->owned_by_cstack) {
 			/* a shim: the frame above it was the first of its eval loop */
 			if (run)
-				out[n - 1].flags |= PY_FRAME_ENTRY;
+				p->walked[n - 1].flags |= PY_FRAME_ENTRY;
 			else if (n == 0 && !empty_above)
 				empty_above = true;
 			else
 				goto torn;      /* two shims in a row never happen */
 			run = 0;
-			got = prev && paged_read(p, &r[1], 1) == 1 ? 2 : 1;
 		} else {
+			uint32_t flags = 0;
+
 			if (!py_ptr_ok(code))
 				goto torn;
-			got = paged_read(p, r, want);
-			if (got < 1) {
-				*status = PY_STACK_UNREADABLE;
-				return n;
-			}
-			if ((*status = py_code_get(p->codes, &p->t, code, code_hdr, &c)) != PY_STACK_COMPLETE)
-				return n;
 			if (n == max) {
 				*status = PY_STACK_TOO_DEEP;
 				return n;
 			}
-			out[n] = (struct py_frame){
-				.qualname = c->qualname,
-				.filename = c->filename,
-				.firstlineno = (uint32_t)c->firstlineno,
-				.line = line_of(p, c, u64_at(f, l->frame_instr) - (code + l->code_adaptive)),
-				.code = code,
-			};
 			if (n == 0 && empty_above)
-				out[n].flags |= PY_FRAME_EMPTY_RUN_ABOVE;
+				flags |= PY_FRAME_EMPTY_RUN_ABOVE;
 			if (owner == 1)         /* FRAME_OWNED_BY_GENERATOR in 3.11-3.13 */
-				out[n].flags |= PY_FRAME_GENERATOR;
+				flags |= PY_FRAME_GENERATOR;
 			if (l->frame_is_entry != PY_OFF_NONE && f[l->frame_is_entry]) {
-				out[n].flags |= PY_FRAME_ENTRY;
+				flags |= PY_FRAME_ENTRY;
 				run = 0;
 			} else {
 				run++;
 			}
-			n++;
+			p->walked[n++] = (struct walked){ code, u64_at(f, l->frame_instr), flags, 0 };
 		}
 		if (!prev) {
 			*status = PY_STACK_COMPLETE;
 			return n;
 		}
-		if (got < 2) {
+		if (paged_read_below(p, &r, 1, FRAME_PAGES_BELOW) != 1) {
 			*status = PY_STACK_UNREADABLE;
 			return n;
 		}
@@ -495,11 +566,102 @@ torn:
 	return n;
 }
 
+static int walked_code_cmp(const void *a, const void *b, void *arg)
+{
+	const struct walked *w = arg;
+	uint64_t x = w[*(const uint32_t *)a].code, y = w[*(const uint32_t *)b].code;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Reads the headers of the N walked frames' distinct code objects, all in
+ * as few calls of the reader as ranges that fail allow (a range that
+ * fails stops a call; the next goes on after it). Sets each frame's
+ * code_idx; returns the number of distinct code objects.
+ */
+static size_t read_codes(struct py_proc *p, size_t n)
+{
+	struct py_read *r;
+	size_t nc = 0, done = 0;
+
+	for (size_t i = 0; i < n; i++)
+		p->code_order[i] = (uint32_t)i;
+	QSORT_R(p->code_order, n, walked_code_cmp, p->walked);
+	for (size_t k = 0; k < n; k++) {
+		struct walked *w = &p->walked[p->code_order[k]];
+
+		if (!nc || p->code_addr[nc - 1] != w->code)
+			p->code_addr[nc++] = w->code;
+		w->code_idx = (uint32_t)(nc - 1);
+	}
+	r = xmalloc(st_mult(nc + 1, sizeof(*r)));
+	for (size_t c = 0; c < nc; c++)
+		r[c] = (struct py_read){ p->code_addr[c], p->code_hdr[c], p->t.hdr_code };
+	while (done < nc) {
+		int got = p->t.read(p->t.read_arg, r + done, nc - done);
+
+		if (got < 0)
+			got = 0;
+		for (size_t k = 0; k < (size_t)got; k++)
+			p->code_ok[done + k] = true;
+		done += (size_t)got;
+		if (done < nc)
+			p->code_ok[done++] = false;
+	}
+	free(r);
+	return nc;
+}
+
+/*
+ * Walks the chain from FRAME (whose header is in BUF[0]) into OUT: first
+ * the frames, then the code objects of them all in one batched read (each
+ * header checked against what its cached entry was decoded from), so that
+ * a stack whose code objects are cached costs a read or two whatever its
+ * depth. The frames before the first failure, frame or code object, are
+ * kept.
+ */
+static size_t walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], struct py_frame *out,
+		   size_t max, enum py_status *status)
+{
+	const struct py_layout *l = &p->t.l;
+	enum py_status walk_status;
+	size_t n;
+
+	scratch_grow(p, max < PY_MAX_DEPTH ? max + 1 : PY_MAX_DEPTH + 1);
+	n = walk_frames(p, frame, buf, max, &walk_status);
+	if (n)
+		read_codes(p, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct walked *w = &p->walked[i];
+		struct py_code *c;
+
+		if (!p->code_ok[w->code_idx]) {
+			*status = PY_STACK_UNREADABLE;
+			return i;
+		}
+		if ((*status = py_code_get(p->codes, &p->t, w->code, p->code_hdr[w->code_idx], &c)) !=
+		    PY_STACK_COMPLETE)
+			return i;
+		out[i] = (struct py_frame){
+			.qualname = c->qualname,
+			.filename = c->filename,
+			.firstlineno = (uint32_t)c->firstlineno,
+			.line = line_of(p, c, w->instr - (w->code + l->code_adaptive)),
+			.flags = w->flags,
+			.code = w->code,
+		};
+	}
+	*status = walk_status;
+	return n;
+}
+
 size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_t max,
 		     enum py_status *status)
 {
 	uint8_t ts[PY_HDR_MAX], buf[2][PY_HDR_MAX];
-	uint64_t tstate, frame = 0;
+	uint64_t tstate = 0, frame = 0, field = 0;
+	struct thread_entry *t;
 	size_t n = 0;
 
 	if (!p) {
@@ -508,16 +670,33 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 	}
 	pages_reset(p);
 	py_codes_begin_read(p->codes);
+	/* where the thread was last time, in one call: mostly where it is now */
+	t = thread_cached(p, tid);
+	if (t && t->tstate) {
+		const struct py_read r[3] = {
+			{ t->tstate, NULL, p->t.hdr_tstate },
+			{ t->last_cframe, NULL, 8 },
+			{ t->last_frame, NULL, p->t.hdr_frame },
+		};
+		const unsigned below[3] = { 0, 0, FRAME_PAGES_BELOW };
+
+		prefetch(p, r, 3, below);
+	}
 	*status = find_tstate(p, tid, ts, &tstate);
 	if (*status == PY_STACK_COMPLETE)
-		*status = current_frame(p, ts, &frame);
+		*status = current_frame(p, ts, &frame, &field);
 	if (*status == PY_STACK_COMPLETE && frame) {
 		if (!py_ptr_ok(frame))
 			*status = PY_STACK_TORN;
-		else if (!rd(p, frame, buf[0], p->t.hdr_frame))
+		else if (paged_read_below(p, &(struct py_read){ frame, buf[0], p->t.hdr_frame }, 1,
+					  FRAME_PAGES_BELOW) != 1)
 			*status = PY_STACK_UNREADABLE;
 		else
 			n = walk(p, frame, buf, out, max, status);
+	}
+	if (*status == PY_STACK_COMPLETE && (t = thread_cached(p, tid)) && t->tstate == tstate) {
+		t->last_cframe = field;
+		t->last_frame = frame;
 	}
 	p->counts[*status]++;
 	return n;

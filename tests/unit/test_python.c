@@ -26,11 +26,12 @@
 
 static uint8_t *heap;
 static size_t heap_used;
-static unsigned reads;
+static unsigned reads, calls;
 
 static int fake_read(void *arg, const struct py_read *r, size_t n)
 {
 	(void)arg;
+	calls++;
 	for (size_t i = 0; i < n; i++) {
 		reads++;
 		if (r[i].addr < HEAP || r[i].addr + r[i].len > HEAP + HEAP_SIZE || r[i].addr + r[i].len < r[i].addr)
@@ -335,7 +336,7 @@ static void check_shims(uint32_t version)
 	struct py_proc *p;
 	enum py_status st;
 	uint64_t f1, f2, f3, ts, top;
-	unsigned before;
+	unsigned before, before_calls;
 	size_t n;
 	uint64_t counts[PY_STACK_NR];
 
@@ -357,9 +358,12 @@ static void check_shims(uint32_t version)
 	}
 	/* warm: the code objects and the thread state come from the caches, a few page reads */
 	before = reads;
+	before_calls = calls;
 	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
 	CHECK_EQ_U(n, 3);
 	CHECK(reads - before <= 8);
+	/* in two calls of the reader: the pages where the thread was, and the code headers */
+	CHECK_EQ_U(calls - before_calls, 2);
 	/* a shim on top: the innermost eval loop runs no Python frame yet */
 	top = mk_shim(f3);
 	set_current_frame(ts, top);
