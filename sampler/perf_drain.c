@@ -30,6 +30,13 @@
  */
 #define DRAIN_PERIOD_MS 20
 #define DRAIN_PERIOD_HOOK_MS 1
+/*
+ * How often the reader (the main loop) is woken for what the sweeps
+ * staged: it symbolizes in batches, and nothing it does needs records
+ * sooner (live views refresh at most ten times a second). More staged than
+ * a sixteenth of DRAIN_LIMIT wakes it at once.
+ */
+#define WAKE_PERIOD_NS 50000000ull
 /* Bytes a hook may attach to one sample. */
 #define HOOK_MAX (1u << 20)
 
@@ -257,7 +264,7 @@ static void *drainer_main(void *arg)
 	const uint64_t one = 1;
 	const struct sampler_hook *hk = s->opts.hook;
 	int period = DRAIN_PERIOD_MS;
-	uint64_t boost_wall = 0, boost_cpu = 0;
+	uint64_t boost_wall = 0, boost_cpu = 0, woke = 0;
 	bool eager = false, boosted = false;
 
 	for (;;) {
@@ -287,13 +294,19 @@ static void *drainer_main(void *arg)
 		perf_drain_all(s);
 		if (!eager && hk && hk->eager && hk->eager(hk->arg)) {
 			eager = true;
-			period = DRAIN_PERIOD_HOOK_MS;
+			/* the events wake us for each sample already: no timer needed */
+			if (!s->opts.hook_each_sample)
+				period = DRAIN_PERIOD_HOOK_MS;
 			boosted = boost(true);
 		}
 		if (boosted && boost_spent(&boost_wall, &boost_cpu))
 			boosted = boost(false);
-		if (write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			break;
+		if (time_mono_ns() - woke >= WAKE_PERIOD_NS ||
+		    __atomic_load_n(&s->buffered, __ATOMIC_RELAXED) >= DRAIN_LIMIT / 16) {
+			woke = time_mono_ns();
+			if (write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+				break;
+		}
 	}
 	free(pfd);
 	return NULL;
