@@ -71,17 +71,17 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 void report_write_split_line(FILE *out, const struct profile *p, const bool *keep);
 
 /*
- * regions.c: the region table (count, total, self, mean, min, max, %wall,
+ * regions_out.c: the region table (count, total, self, mean, min, max, %wall,
  * cpu); the caller checks that there are regions.
  */
 int report_write_regions(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep);
 
-/* regions.c: "Region NAME: N paths, C instances, total, cpu" for a report of o->filter.region. */
+/* regions_out.c: "Region NAME: N paths, C instances, total, cpu" for a report of o->filter.region. */
 void report_write_region_line(FILE *out, const struct profile *p, const struct report_opts *o,
 			      const bool *keep);
 /*
- * regions.c: --by-region: for every region path (by path), its figures and
+ * regions_out.c: --by-region: for every region path (by path), its figures and
  * SECTION of the samples KEEP accepts inside it. -ENODATA when no region
  * had a sample.
  */
