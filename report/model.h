@@ -17,7 +17,7 @@
 #include "base/base.h"
 #include "report.h"
 
-/* ---- model.c: samples, functions, labels ---- */
+/* ---- model.c: samples, functions, sort orders, labels ---- */
 
 /*
  * Marks the samples F keeps: an array of p->nr_samples entries, owned by
@@ -108,6 +108,24 @@ bool report_any_match(const struct profile *p, const bool *keep, const char *mat
  */
 size_t *report_samples_by_thread(const struct profile *p, const bool *keep, size_t **start_out);
 
+/* Per thread of P: whether F's --pid/--tid/--comm keep it (an array to free). */
+bool *report_threads_matching(const struct profile *p, const struct report_filter *f);
+
+/*
+ * The order of --sort cumtime, tottime and nsamples between two rows of
+ * any table that counts self and cumulative samples and time (functions,
+ * lines, groups): largest first, the other figure breaking ties. 0 for
+ * the other keys, which each table orders by its own names.
+ */
+struct report_counts {
+	uint64_t self, cum, self_ns, cum_ns;
+};
+#define REPORT_COUNTS(row) \
+	((struct report_counts){ (row)->self, (row)->cum, (row)->self_ns, (row)->cum_ns })
+int report_counts_cmp(enum report_sort key, struct report_counts x, struct report_counts y);
+
+/* ---- folded.c: folded stacks ---- */
+
 /*
  * Folded stacks of the samples KEEP accepts: "root;...;leaf" by
  * report_func_name() (';' in names made ':'), one entry per distinct text, sorted by
@@ -125,9 +143,6 @@ struct report_folded {
 struct report_folded *report_folded_lines(const struct profile *p, const bool *keep,
 					  const char *prefix, bool region_frames, size_t *nr);
 void report_folded_free(struct report_folded *lines, size_t nr);
-
-/* Per thread of P: whether F's --pid/--tid/--comm keep it (an array to free). */
-bool *report_threads_matching(const struct profile *p, const struct report_filter *f);
 
 /* ---- regions.c: region paths, their statistics and their order ---- */
 
@@ -232,19 +247,6 @@ struct report_span *report_region_spans(const struct profile *p, const bool *sho
  * "[region] outer;[region] inner" (';' in a name made ':'). A string to free.
  */
 char *report_region_frames(const struct profile *p, uint32_t node);
-
-/*
- * The order of --sort cumtime, tottime and nsamples between two rows of
- * any table that counts self and cumulative samples and time (functions,
- * lines, groups): largest first, the other figure breaking ties. 0 for
- * the other keys, which each table orders by its own names.
- */
-struct report_counts {
-	uint64_t self, cum, self_ns, cum_ns;
-};
-#define REPORT_COUNTS(row) \
-	((struct report_counts){ (row)->self, (row)->cum, (row)->self_ns, (row)->cum_ns })
-int report_counts_cmp(enum report_sort key, struct report_counts x, struct report_counts y);
 
 /* ---- summary.c: the figures of the header ---- */
 
