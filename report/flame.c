@@ -252,117 +252,9 @@ static void measure(struct flame *fl, const struct flame_input *in)
 
 /* ---- text ---- */
 
-#define REPLACEMENT 0xfffd
-
-/*
- * Decodes the UTF-8 character at S (N > 0 bytes left) and sets *LEN to its
- * size. What XML cannot carry comes back as U+FFFD: bytes that are not
- * UTF-8 (one at a time; overlong forms, surrogates and values past
- * U+10FFFF included), control characters and U+FFFE/U+FFFF. Tabs and line
- * ends become spaces, since a name or title is one line.
- */
-static uint32_t next_char(const unsigned char *s, size_t n, size_t *len)
-{
-	uint32_t c = s[0], min;
-	size_t need;
-
-	*len = 1;
-	if (c < 0x80) {
-		if (c == '\t' || c == '\n' || c == '\r')
-			return ' ';
-		return c < 0x20 ? REPLACEMENT : c;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		need = 1, c &= 0x1f, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		need = 2, c &= 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		need = 3, c &= 0x07, min = 0x10000;
-	else
-		return REPLACEMENT;
-	if (n < need + 1)
-		return REPLACEMENT;
-	for (size_t i = 1; i <= need; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return REPLACEMENT;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) || c == 0xfffe || c == 0xffff)
-		return REPLACEMENT;
-	*len = need + 1;
-	return c;
-}
-
-/* Writes character C escaped for XML and HTML text and attribute values. */
-static void put_char(FILE *out, uint32_t c)
-{
-	switch (c) {
-	case '&':
-		fputs("&amp;", out);
-		return;
-	case '<':
-		fputs("&lt;", out);
-		return;
-	case '>':
-		fputs("&gt;", out);
-		return;
-	case '"':
-		fputs("&quot;", out);
-		return;
-	case '\'':
-		fputs("&#39;", out);
-		return;
-	}
-	if (c < 0x80) {
-		fputc(c, out);
-	} else if (c < 0x800) {
-		fputc(0xc0 | c >> 6, out);
-		fputc(0x80 | (c & 0x3f), out);
-	} else if (c < 0x10000) {
-		fputc(0xe0 | c >> 12, out);
-		fputc(0x80 | (c >> 6 & 0x3f), out);
-		fputc(0x80 | (c & 0x3f), out);
-	} else {
-		fputc(0xf0 | c >> 18, out);
-		fputc(0x80 | (c >> 12 & 0x3f), out);
-		fputc(0x80 | (c >> 6 & 0x3f), out);
-		fputc(0x80 | (c & 0x3f), out);
-	}
-}
-
-/* Characters (not bytes) in the N bytes at S, as put_text writes them. */
-static size_t text_chars(const char *s, size_t n)
-{
-	size_t chars = 0, len;
-
-	for (size_t i = 0; i < n; i += len, chars++)
-		next_char((const unsigned char *)s + i, n - i, &len);
-	return chars;
-}
-
-/*
- * Writes the N bytes at S escaped, cut to MAX characters: longer text
- * keeps MAX - 2 of them and ends in "..", and nothing is written when
- * even that would not fit (MAX < 3). SIZE_MAX writes everything.
- */
-static void put_text(FILE *out, const char *s, size_t n, size_t max)
-{
-	size_t keep = SIZE_MAX, len;
-
-	if (max != SIZE_MAX && text_chars(s, n) > max) {
-		if (max < 3)
-			return;
-		keep = max - 2;
-	}
-	for (size_t i = 0; i < n && keep; i += len, keep--)
-		put_char(out, next_char((const unsigned char *)s + i, n - i, &len));
-	if (!keep)
-		fputs("..", out);
-}
-
 static void put_str(FILE *out, const char *s)
 {
-	put_text(out, s, strlen(s), SIZE_MAX);
+	report_xml_text(out, s, strlen(s), SIZE_MAX);
 }
 
 /* ---- colours ---- */
@@ -449,7 +341,7 @@ static void put_seconds(FILE *out, const char *what, uint64_t samples, uint64_t 
 static void put_tooltip(FILE *out, const struct flame *fl, const struct flame_input *in,
 			const struct fnode *nd)
 {
-	put_text(out, nd->name, nd->len, SIZE_MAX);
+	report_xml_text(out, nd->name, nd->len, SIZE_MAX);
 	fprintf(out, "\n%" PRIu64 " sample%s, %.2f%% of all", nd->total, nd->total == 1 ? "" : "s",
 		100.0 * nd->total / fl->share_total);
 	if (in->diff)
@@ -480,7 +372,7 @@ static void put_frame(FILE *out, const struct flame *fl, const struct flame_inpu
 	fprintf(out, "</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
 		"fill=\"rgb(%d,%d,%d)\"/><text x=\"%.2f\" y=\"%.1f\">",
 		x, y, w, FRAME_H - 1, c.r, c.g, c.b, x + 3, y + 11.5);
-	put_text(out, nd->name, nd->len, room > 0 ? (size_t)room : 0);
+	report_xml_text(out, nd->name, nd->len, room > 0 ? (size_t)room : 0);
 	fputs("</text></g>\n", out);
 }
 
@@ -670,7 +562,7 @@ static void write_svg(FILE *out, struct flame *fl, const struct flame_input *in)
 	if (in->subtitle) {
 		/* a command line can be long, and SVG text does not wrap */
 		fprintf(out, "<text class=\"sub\" x=\"%d\" y=\"42\">", WIDTH / 2);
-		put_text(out, in->subtitle, strlen(in->subtitle), (size_t)(PLOT / CHAR_W));
+		report_xml_text(out, in->subtitle, strlen(in->subtitle), (size_t)(PLOT / CHAR_W));
 		fputs("</text>\n", out);
 	}
 	if (in->diff) {

@@ -25,6 +25,16 @@
 void report_json_chars(FILE *out, const char *s);
 void report_json_string(FILE *out, const char *s);
 
+/*
+ * The N bytes at S as XML or HTML text or an attribute value: escaped,
+ * and what XML cannot carry (bytes that are not UTF-8, control
+ * characters) written U+FFFD, tabs and line ends spaces. Cut to MAX
+ * characters: longer text keeps MAX - 2 of them and ends in "..", and
+ * nothing is written when even that would not fit (MAX < 3). SIZE_MAX
+ * writes everything.
+ */
+void report_xml_text(FILE *out, const char *s, size_t n, size_t max);
+
 /* ---- the text reports: header, then one or more sections ---- */
 
 /*
