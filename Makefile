@@ -76,6 +76,10 @@ $(O)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARNINGS) $(VISIBILITY) $(CFLAGS) $(SANITIZE) -c -o $@ $<
 
+# the flame graph's style sheets and script, which report/flame.c builds in with the
+# assembler's .incbin (a path from the top of the tree): -MMD does not see them
+$(O)/report/flame.o: $(wildcard report/assets/*)
+
 $(O)/tests/unit/%: tests/unit/%.c $(O)/libproftool.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)

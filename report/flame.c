@@ -252,117 +252,9 @@ static void measure(struct flame *fl, const struct flame_input *in)
 
 /* ---- text ---- */
 
-#define REPLACEMENT 0xfffd
-
-/*
- * Decodes the UTF-8 character at S (N > 0 bytes left) and sets *LEN to its
- * size. What XML cannot carry comes back as U+FFFD: bytes that are not
- * UTF-8 (one at a time; overlong forms, surrogates and values past
- * U+10FFFF included), control characters and U+FFFE/U+FFFF. Tabs and line
- * ends become spaces, since a name or title is one line.
- */
-static uint32_t next_char(const unsigned char *s, size_t n, size_t *len)
-{
-	uint32_t c = s[0], min;
-	size_t need;
-
-	*len = 1;
-	if (c < 0x80) {
-		if (c == '\t' || c == '\n' || c == '\r')
-			return ' ';
-		return c < 0x20 ? REPLACEMENT : c;
-	}
-	if (c >= 0xc2 && c <= 0xdf)
-		need = 1, c &= 0x1f, min = 0x80;
-	else if (c >= 0xe0 && c <= 0xef)
-		need = 2, c &= 0x0f, min = 0x800;
-	else if (c >= 0xf0 && c <= 0xf4)
-		need = 3, c &= 0x07, min = 0x10000;
-	else
-		return REPLACEMENT;
-	if (n < need + 1)
-		return REPLACEMENT;
-	for (size_t i = 1; i <= need; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return REPLACEMENT;
-		c = c << 6 | (s[i] & 0x3f);
-	}
-	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff) || c == 0xfffe || c == 0xffff)
-		return REPLACEMENT;
-	*len = need + 1;
-	return c;
-}
-
-/* Writes character C escaped for XML and HTML text and attribute values. */
-static void put_char(FILE *out, uint32_t c)
-{
-	switch (c) {
-	case '&':
-		fputs("&amp;", out);
-		return;
-	case '<':
-		fputs("&lt;", out);
-		return;
-	case '>':
-		fputs("&gt;", out);
-		return;
-	case '"':
-		fputs("&quot;", out);
-		return;
-	case '\'':
-		fputs("&#39;", out);
-		return;
-	}
-	if (c < 0x80) {
-		fputc(c, out);
-	} else if (c < 0x800) {
-		fputc(0xc0 | c >> 6, out);
-		fputc(0x80 | (c & 0x3f), out);
-	} else if (c < 0x10000) {
-		fputc(0xe0 | c >> 12, out);
-		fputc(0x80 | (c >> 6 & 0x3f), out);
-		fputc(0x80 | (c & 0x3f), out);
-	} else {
-		fputc(0xf0 | c >> 18, out);
-		fputc(0x80 | (c >> 12 & 0x3f), out);
-		fputc(0x80 | (c >> 6 & 0x3f), out);
-		fputc(0x80 | (c & 0x3f), out);
-	}
-}
-
-/* Characters (not bytes) in the N bytes at S, as put_text writes them. */
-static size_t text_chars(const char *s, size_t n)
-{
-	size_t chars = 0, len;
-
-	for (size_t i = 0; i < n; i += len, chars++)
-		next_char((const unsigned char *)s + i, n - i, &len);
-	return chars;
-}
-
-/*
- * Writes the N bytes at S escaped, cut to MAX characters: longer text
- * keeps MAX - 2 of them and ends in "..", and nothing is written when
- * even that would not fit (MAX < 3). SIZE_MAX writes everything.
- */
-static void put_text(FILE *out, const char *s, size_t n, size_t max)
-{
-	size_t keep = SIZE_MAX, len;
-
-	if (max != SIZE_MAX && text_chars(s, n) > max) {
-		if (max < 3)
-			return;
-		keep = max - 2;
-	}
-	for (size_t i = 0; i < n && keep; i += len, keep--)
-		put_char(out, next_char((const unsigned char *)s + i, n - i, &len));
-	if (!keep)
-		fputs("..", out);
-}
-
 static void put_str(FILE *out, const char *s)
 {
-	put_text(out, s, strlen(s), SIZE_MAX);
+	report_xml_text(out, s, strlen(s), SIZE_MAX);
 }
 
 /* ---- colours ---- */
@@ -449,7 +341,7 @@ static void put_seconds(FILE *out, const char *what, uint64_t samples, uint64_t 
 static void put_tooltip(FILE *out, const struct flame *fl, const struct flame_input *in,
 			const struct fnode *nd)
 {
-	put_text(out, nd->name, nd->len, SIZE_MAX);
+	report_xml_text(out, nd->name, nd->len, SIZE_MAX);
 	fprintf(out, "\n%" PRIu64 " sample%s, %.2f%% of all", nd->total, nd->total == 1 ? "" : "s",
 		100.0 * nd->total / fl->share_total);
 	if (in->diff)
@@ -480,7 +372,7 @@ static void put_frame(FILE *out, const struct flame *fl, const struct flame_inpu
 	fprintf(out, "</title><rect x=\"%.2f\" y=\"%d\" width=\"%.2f\" height=\"%d\" "
 		"fill=\"rgb(%d,%d,%d)\"/><text x=\"%.2f\" y=\"%.1f\">",
 		x, y, w, FRAME_H - 1, c.r, c.g, c.b, x + 3, y + 11.5);
-	put_text(out, nd->name, nd->len, room > 0 ? (size_t)room : 0);
+	report_xml_text(out, nd->name, nd->len, room > 0 ? (size_t)room : 0);
 	fputs("</text></g>\n", out);
 }
 
@@ -490,37 +382,33 @@ static void put_frames(FILE *out, const struct flame *fl, const struct flame_inp
 		put_frame(out, fl, in, id);
 }
 
+/*
+ * The style sheets and the script are the files in report/assets/ as they
+ * are, built in by the assembler (the Makefile makes flame.o again when
+ * one changes), each followed by a NUL; none may hold "]]>", which would
+ * end the SVG's CDATA. Their labels are not .globl: like static arrays,
+ * they are this file's alone.
+ */
+#define ASSET(name, file)                                               \
+	".pushsection .rodata, \"a\"\n"                                 \
+	".type " name ", STT_OBJECT\n"                                  \
+	name ":\n"                                                      \
+	".incbin \"report/assets/" file "\"\n"                          \
+	".byte 0\n"                                                     \
+	".size " name ", . - " name "\n"                                \
+	".popsection\n"
+__asm__(ASSET("frame_css", "flame.css")
+	ASSET("svg_css", "flame-svg.css")
+	ASSET("html_css", "flame-html.css")
+	ASSET("script", "flame.js"));
+
+#define ASSET_DECL extern const char __attribute__((visibility("hidden")))
+
 /* Frame styles, the same in both documents. .m: matches the search; .a: above the zoom; .h: hidden */
-static const char frame_css[] =
-	"#fg text{font-family:\"DejaVu Sans Mono\",Menlo,Consolas,monospace;font-size:12px;fill:#000}\n"
-	"#fg .f{cursor:pointer}\n"
-	"#fg .f text{pointer-events:none}\n"
-	"#fg .f rect{rx:2px;ry:2px}\n"
-	"#fg.diff .f rect{stroke:#999;stroke-width:.3}\n"
-	"#fg .f:hover rect{stroke:#000;stroke-width:.7}\n"
-	"#fg .m rect{fill:rgb(230,0,230)}\n"
-	"#fg .a{opacity:.6}\n"
-	"#fg .h{display:none}\n";
-
-static const char svg_css[] =
-	"#fg .title{font-size:17px;text-anchor:middle}\n"
-	"#fg .sub{text-anchor:middle;fill:#444}\n"
-	"#fg .ctl{cursor:pointer;fill:#0645ad}\n"
-	"#fg .ctl:hover{text-decoration:underline}\n"
-	"#fg .end{text-anchor:end}\n"
-	"#fg .off{display:none}\n";
-
-static const char html_css[] =
-	"body{margin:0;font:14px sans-serif;color:#111;background:#fff}\n"
-	"header{position:sticky;top:0;z-index:1;background:#fff;padding:8px 10px;border-bottom:1px solid #ccc}\n"
-	"h1{font-size:18px;margin:0}\n"
-	".sub{margin:2px 0 6px;color:#444}\n"
-	".bar{display:flex;gap:10px;align-items:center}\n"
-	"#fg-search{width:22em}\n"
-	"#fg-reset.off{opacity:.4;pointer-events:none}\n"
-	"#fg-details{font-family:\"DejaVu Sans Mono\",Menlo,Consolas,monospace;font-size:12px;"
-	"min-height:1.3em;margin-top:6px;white-space:pre;overflow:hidden;text-overflow:ellipsis}\n"
-	"#fg{display:block;width:100%;height:auto}\n";
+ASSET_DECL frame_css[];
+/* The SVG's own styles, and the page's */
+ASSET_DECL svg_css[];
+ASSET_DECL html_css[];
 
 /*
  * The script, shared by both documents: it finds #fg and the controls by
@@ -529,112 +417,7 @@ static const char html_css[] =
  * data-n) and their row (y): the zoomed frame's ancestors are the lower
  * frames that span it, its descendants the higher ones inside it.
  */
-static const char script[] =
-	"(function () {\n"
-	"\"use strict\";\n"
-	"var svg = document.getElementById(\"fg\");\n"
-	"var pad = +svg.getAttribute(\"data-pad\"), plot = +svg.getAttribute(\"data-plot\");\n"
-	"var cw = +svg.getAttribute(\"data-cw\");\n"
-	"var details = document.getElementById(\"fg-details\");\n"
-	"var matched = document.getElementById(\"fg-matched\");\n"
-	"var reset = document.getElementById(\"fg-reset\");\n"
-	"var search = document.getElementById(\"fg-search\");\n"
-	"var field = search.tagName.toLowerCase() === \"input\";\n"
-	"var frames = [], term = \"\", zoomed = null;\n"
-	"var gs = svg.querySelectorAll(\"g.f\");\n"
-	"for (var i = 0; i < gs.length; i++) {\n"
-	"\tvar g = gs[i], tip = g.querySelector(\"title\").textContent;\n"
-	"\tvar rect = g.querySelector(\"rect\");\n"
-	"\tframes.push({ g: g, rect: rect, text: g.querySelector(\"text\"),\n"
-	"\t\tx: +g.getAttribute(\"data-x\"), n: +g.getAttribute(\"data-n\"),\n"
-	"\t\ty: +rect.getAttribute(\"y\"), name: tip.split(\"\\n\")[0], tip: tip });\n"
-	"\tg.fgIndex = i;\n"
-	"}\n"
-	"var total = frames.length ? frames[0].n : 0;\n"
-	"\n"
-	"/* the label that fits W px, cut with \"..\" as the writer does */\n"
-	"function fit(name, w) {\n"
-	"\tvar max = Math.floor((w - 6) / cw), chars = Array.from(name);\n"
-	"\tif (chars.length <= max) return name;\n"
-	"\treturn max < 3 ? \"\" : chars.slice(0, max - 2).join(\"\") + \"..\";\n"
-	"}\n"
-	"function place(f, x, w) {\n"
-	"\tf.rect.setAttribute(\"x\", x.toFixed(2));\n"
-	"\tf.rect.setAttribute(\"width\", w.toFixed(2));\n"
-	"\tf.text.setAttribute(\"x\", (x + 3).toFixed(2));\n"
-	"\tf.text.textContent = fit(f.name, w);\n"
-	"}\n"
-	"/* Z fills the width, its ancestors stay (faded), everything else hides; null resets */\n"
-	"function zoom(z) {\n"
-	"\tif (z === frames[0] || !total) z = null;\n"
-	"\tvar x0 = z ? z.x : 0, n0 = z ? z.n : total, y0 = z ? z.y : Infinity;\n"
-	"\tzoomed = z;\n"
-	"\tframes.forEach(function (f) {\n"
-	"\t\tvar inside = f.y <= y0 && f.x >= x0 && f.x + f.n <= x0 + n0;\n"
-	"\t\tvar above = !inside && f.y > y0 && f.x <= x0 && f.x + f.n >= x0 + n0;\n"
-	"\t\tf.g.classList.toggle(\"h\", !inside && !above);\n"
-	"\t\tf.g.classList.toggle(\"a\", above);\n"
-	"\t\tif (inside) place(f, pad + (f.x - x0) * plot / n0, f.n * plot / n0);\n"
-	"\t\telse if (above) place(f, pad, plot);\n"
-	"\t});\n"
-	"\treset.classList.toggle(\"off\", !z);\n"
-	"}\n"
-	"/* highlights the frames whose name matches T (a regular expression, or else plain text) */\n"
-	"function find(t) {\n"
-	"\tvar re = null, hits = [], sum = 0, end = -1;\n"
-	"\tterm = t || \"\";\n"
-	"\tif (term) {\n"
-	"\t\ttry { re = new RegExp(term); }\n"
-	"\t\tcatch (e) { re = new RegExp(term.replace(/[.*+?^${}()|[\\]\\\\]/g, \"\\\\$&\")); }\n"
-	"\t}\n"
-	"\tframes.forEach(function (f) {\n"
-	"\t\tvar hit = !!re && re.test(f.name);\n"
-	"\t\tf.g.classList.toggle(\"m\", hit);\n"
-	"\t\tif (hit) hits.push(f);\n"
-	"\t});\n"
-	"\t/* frames nest or are apart: count each sample once, under its outermost match */\n"
-	"\thits.sort(function (a, b) { return a.x - b.x || b.n - a.n; });\n"
-	"\thits.forEach(function (f) {\n"
-	"\t\tif (f.x + f.n > end) {\n"
-	"\t\t\tsum += f.x + f.n - Math.max(f.x, end);\n"
-	"\t\t\tend = f.x + f.n;\n"
-	"\t\t}\n"
-	"\t});\n"
-	"\tmatched.textContent = re ? \"Matched: \" + (total ? 100 * sum / total : 0).toFixed(2) + \"%\" : \"\";\n"
-	"}\n"
-	"function ask() {\n"
-	"\tif (field) { search.focus(); search.select(); return; }\n"
-	"\tvar t = prompt(\"Search frames (regular expression, empty to clear):\", term);\n"
-	"\tif (t !== null) find(t);\n"
-	"}\n"
-	"function frameOf(e) {\n"
-	"\tvar g = e.target.closest ? e.target.closest(\"g.f\") : null;\n"
-	"\treturn g ? frames[g.fgIndex] : null;\n"
-	"}\n"
-	"svg.addEventListener(\"mouseover\", function (e) {\n"
-	"\tvar f = frameOf(e);\n"
-	"\tdetails.textContent = f ? f.tip.split(\"\\n\").join(\"  |  \") : \"\";\n"
-	"});\n"
-	"svg.addEventListener(\"mouseleave\", function () { details.textContent = \"\"; });\n"
-	"svg.addEventListener(\"click\", function (e) {\n"
-	"\tvar f = frameOf(e);\n"
-	"\tif (f) zoom(f);\n"
-	"});\n"
-	"reset.addEventListener(\"click\", function () { zoom(null); });\n"
-	"if (field) search.addEventListener(\"input\", function () { find(search.value); });\n"
-	"else search.addEventListener(\"click\", ask);\n"
-	"document.addEventListener(\"keydown\", function (e) {\n"
-	"\tif ((e.ctrlKey || e.metaKey) && (e.key === \"f\" || e.key === \"F\")) {\n"
-	"\t\te.preventDefault();\n"
-	"\t\task();\n"
-	"\t} else if (e.key === \"Escape\") {\n"
-	"\t\tif (field) search.value = \"\";\n"
-	"\t\tif (term) find(\"\"); else zoom(null);\n"
-	"\t}\n"
-	"});\n"
-	"/* the page's header stays in view: start at the bottom, where the root and the widest frames are */\n"
-	"if (field) window.scrollTo(0, document.documentElement.scrollHeight);\n"
-	"})();\n";
+ASSET_DECL script[];
 
 /* The opening <svg> tag; the script reads the geometry from its data- attributes. */
 static void put_svg_open(FILE *out, const struct flame_input *in, int height)
@@ -670,7 +453,7 @@ static void write_svg(FILE *out, struct flame *fl, const struct flame_input *in)
 	if (in->subtitle) {
 		/* a command line can be long, and SVG text does not wrap */
 		fprintf(out, "<text class=\"sub\" x=\"%d\" y=\"42\">", WIDTH / 2);
-		put_text(out, in->subtitle, strlen(in->subtitle), (size_t)(PLOT / CHAR_W));
+		report_xml_text(out, in->subtitle, strlen(in->subtitle), (size_t)(PLOT / CHAR_W));
 		fputs("</text>\n", out);
 	}
 	if (in->diff) {

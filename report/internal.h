@@ -25,6 +25,16 @@
 void report_json_chars(FILE *out, const char *s);
 void report_json_string(FILE *out, const char *s);
 
+/*
+ * The N bytes at S as XML or HTML text or an attribute value: escaped,
+ * and what XML cannot carry (bytes that are not UTF-8, control
+ * characters) written U+FFFD, tabs and line ends spaces. Cut to MAX
+ * characters: longer text keeps MAX - 2 of them and ends in "..", and
+ * nothing is written when even that would not fit (MAX < 3). SIZE_MAX
+ * writes everything.
+ */
+void report_xml_text(FILE *out, const char *s, size_t n, size_t max);
+
 /* ---- the text reports: header, then one or more sections ---- */
 
 /*
@@ -71,17 +81,17 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 void report_write_split_line(FILE *out, const struct profile *p, const bool *keep);
 
 /*
- * regions.c: the region table (count, total, self, mean, min, max, %wall,
+ * regions_out.c: the region table (count, total, self, mean, min, max, %wall,
  * cpu); the caller checks that there are regions.
  */
 int report_write_regions(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep);
 
-/* regions.c: "Region NAME: N paths, C instances, total, cpu" for a report of o->filter.region. */
+/* regions_out.c: "Region NAME: N paths, C instances, total, cpu" for a report of o->filter.region. */
 void report_write_region_line(FILE *out, const struct profile *p, const struct report_opts *o,
 			      const bool *keep);
 /*
- * regions.c: --by-region: for every region path (by path), its figures and
+ * regions_out.c: --by-region: for every region path (by path), its figures and
  * SECTION of the samples KEEP accepts inside it. -ENODATA when no region
  * had a sample.
  */

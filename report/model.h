@@ -17,7 +17,7 @@
 #include "base/base.h"
 #include "report.h"
 
-/* ---- model.c: samples, functions, labels ---- */
+/* ---- model.c: samples, functions, sort orders, labels ---- */
 
 /*
  * Marks the samples F keeps: an array of p->nr_samples entries, owned by
@@ -108,6 +108,24 @@ bool report_any_match(const struct profile *p, const bool *keep, const char *mat
  */
 size_t *report_samples_by_thread(const struct profile *p, const bool *keep, size_t **start_out);
 
+/* Per thread of P: whether F's --pid/--tid/--comm keep it (an array to free). */
+bool *report_threads_matching(const struct profile *p, const struct report_filter *f);
+
+/*
+ * The order of --sort cumtime, tottime and nsamples between two rows of
+ * any table that counts self and cumulative samples and time (functions,
+ * lines, groups): largest first, the other figure breaking ties. 0 for
+ * the other keys, which each table orders by its own names.
+ */
+struct report_counts {
+	uint64_t self, cum, self_ns, cum_ns;
+};
+#define REPORT_COUNTS(row) \
+	((struct report_counts){ (row)->self, (row)->cum, (row)->self_ns, (row)->cum_ns })
+int report_counts_cmp(enum report_sort key, struct report_counts x, struct report_counts y);
+
+/* ---- folded.c: folded stacks ---- */
+
 /*
  * Folded stacks of the samples KEEP accepts: "root;...;leaf" by
  * report_func_name() (';' in names made ':'), one entry per distinct text, sorted by
@@ -126,10 +144,7 @@ struct report_folded *report_folded_lines(const struct profile *p, const bool *k
 					  const char *prefix, bool region_frames, size_t *nr);
 void report_folded_free(struct report_folded *lines, size_t nr);
 
-/* Per thread of P: whether F's --pid/--tid/--comm keep it (an array to free). */
-bool *report_threads_matching(const struct profile *p, const struct report_filter *f);
-
-/* ---- regions.c: region paths and their statistics ---- */
+/* ---- regions.c: region paths, their statistics and their order ---- */
 
 /* "outer/inner" (names as profile_region_label gives them), whole, in a string to free. */
 char *report_region_path_dup(const struct profile *p, uint32_t node);
@@ -173,6 +188,23 @@ struct report_region_row *report_region_stats(const struct profile *p, const str
 					      const bool *keep, enum report_region_split split,
 					      size_t *nr, struct report_region_totals *tot);
 
+/*
+ * Sorts rows of report_region_stats() as --format regions shows them: by
+ * split, then domain (the default one first), then KEY, then path. Sets
+ * each row's path to its index in the array returned: the rows' paths
+ * ("outer/inner"), freed with report_region_paths_free(paths, NR).
+ */
+char **report_region_rows_order(const struct profile *p, struct report_region_row *v, size_t nr,
+				enum report_region_sort key);
+void report_region_paths_free(char **paths, size_t nr);
+
+/*
+ * A row's mean duration (0 when it has no instance) and its region's
+ * domain ("" for the default one), as that order and the table read them.
+ */
+uint64_t report_region_mean(const struct report_region_row *x);
+const char *report_region_domain(const struct profile *p, const struct report_region_row *x);
+
 /* ---- regions.c: what the exports show of the regions ---- */
 
 /* The frame --region-frames gives a region, before its label: "[region] outer". */
@@ -215,29 +247,6 @@ struct report_span *report_region_spans(const struct profile *p, const bool *sho
  * "[region] outer;[region] inner" (';' in a name made ':'). A string to free.
  */
 char *report_region_frames(const struct profile *p, uint32_t node);
-
-/*
- * Sorts rows of report_region_stats() as --format regions shows them: by
- * split, then domain (the default one first), then KEY, then path. Sets
- * each row's path to its index in the array returned: the rows' paths
- * ("outer/inner"), freed with report_region_paths_free(paths, NR).
- */
-char **report_region_rows_order(const struct profile *p, struct report_region_row *v, size_t nr,
-				enum report_region_sort key);
-void report_region_paths_free(char **paths, size_t nr);
-
-/*
- * The order of --sort cumtime, tottime and nsamples between two rows of
- * any table that counts self and cumulative samples and time (functions,
- * lines, groups): largest first, the other figure breaking ties. 0 for
- * the other keys, which each table orders by its own names.
- */
-struct report_counts {
-	uint64_t self, cum, self_ns, cum_ns;
-};
-#define REPORT_COUNTS(row) \
-	((struct report_counts){ (row)->self, (row)->cum, (row)->self_ns, (row)->cum_ns })
-int report_counts_cmp(enum report_sort key, struct report_counts x, struct report_counts y);
 
 /* ---- summary.c: the figures of the header ---- */
 
