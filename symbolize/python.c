@@ -19,6 +19,12 @@
  * brings the rest of a typical stack along.
  */
 #define FRAME_PAGES_BELOW 3
+/*
+ * Code objects whose headers are read with the thread's pages, before the
+ * walk: those of the thread's last stack (innermost first), which a thread
+ * mostly still runs. A stack made only of them is read in one call.
+ */
+#define SPEC_CODES 32
 
 struct thread_entry {
 	int32_t tid;
@@ -29,6 +35,8 @@ struct thread_entry {
 	 * in one call, since a thread mostly runs in the same few pages.
 	 */
 	uint64_t last_cframe, last_frame;
+	uint64_t last_codes[SPEC_CODES];
+	size_t nr_last_codes;
 };
 
 /* A Python frame the walk found, its code object not read yet. */
@@ -70,6 +78,11 @@ struct py_proc {
 	uint8_t (*code_hdr)[PY_HDR_MAX];
 	bool *code_ok;
 	size_t codes_alloc;
+	/* code headers read before the walk (SPEC_CODES) */
+	uint64_t spec_addr[SPEC_CODES];
+	uint8_t spec_hdr[SPEC_CODES][PY_HDR_MAX];
+	bool spec_ok[SPEC_CODES];
+	size_t nr_spec;
 };
 
 int py_read_process(void *arg, const struct py_read *r, size_t n)
@@ -184,10 +197,24 @@ static void want_page(struct py_proc *p, uint64_t pg, struct py_read *f, size_t 
  * failure) hides none of them. Ranges longer than a page are left to
  * direct reads.
  */
+static void prefetch_with(struct py_proc *p, const struct py_read *r, size_t n, const unsigned *below,
+			  const struct py_read *extra, size_t nr_extra, bool *extra_ok);
+
 static void prefetch(struct py_proc *p, const struct py_read *r, size_t n, const unsigned *below)
 {
-	struct py_read fetch[PAGE_SLOTS];
-	size_t slots[PAGE_SLOTS], nf = 0;
+	prefetch_with(p, r, n, below, NULL, 0, NULL);
+}
+
+/*
+ * prefetch(), and in the same call the NR_EXTRA ranges EXTRA read directly
+ * (after the ranges' pages, before the pages below); EXTRA_OK[i] says
+ * whether range i was read.
+ */
+static void prefetch_with(struct py_proc *p, const struct py_read *r, size_t n, const unsigned *below,
+			  const struct py_read *extra, size_t nr_extra, bool *extra_ok)
+{
+	struct py_read fetch[PAGE_SLOTS + SPEC_CODES];
+	size_t slots[PAGE_SLOTS + SPEC_CODES], nf = 0, first_below, all;
 	int got;
 
 	for (size_t i = 0; i < n; i++) {
@@ -196,6 +223,7 @@ static void prefetch(struct py_proc *p, const struct py_read *r, size_t n, const
 		for (uint64_t pg = r[i].addr & ~(PAGE_SIZE_ - 1); pg < r[i].addr + r[i].len; pg += PAGE_SIZE_)
 			want_page(p, pg, fetch, slots, &nf);
 	}
+	first_below = nf;
 	for (size_t i = 0; i < n && below; i++) {
 		uint64_t pg = r[i].addr & ~(PAGE_SIZE_ - 1);
 
@@ -204,11 +232,24 @@ static void prefetch(struct py_proc *p, const struct py_read *r, size_t n, const
 		for (unsigned k = 1; k <= below[i] && pg >= k * PAGE_SIZE_; k++)
 			want_page(p, pg - k * PAGE_SIZE_, fetch, slots, &nf);
 	}
-	if (!nf)
+	if (nr_extra > SPEC_CODES)
+		nr_extra = SPEC_CODES;
+	/* the direct ranges go between the ranges' pages and the pages below */
+	all = nf + nr_extra;
+	memmove(&fetch[first_below + nr_extra], &fetch[first_below], (nf - first_below) * sizeof(*fetch));
+	memmove(&slots[first_below + nr_extra], &slots[first_below], (nf - first_below) * sizeof(*slots));
+	for (size_t i = 0; i < nr_extra; i++) {
+		fetch[first_below + i] = extra[i];
+		slots[first_below + i] = SIZE_MAX;
+		extra_ok[i] = false;
+	}
+	if (!all)
 		return;
-	got = p->t.read(p->t.read_arg, fetch, nf);
-	for (size_t k = 0; k < nf; k++) {
-		if ((int)k < got)
+	got = p->t.read(p->t.read_arg, fetch, all);
+	for (size_t k = 0; k < all; k++) {
+		if (slots[k] == SIZE_MAX)
+			extra_ok[k - first_below] = (int)k < got;
+		else if ((int)k < got)
 			p->pages_used++;
 		else
 			p->page_gen[slots[k]] = p->page_gen_now - 1;
@@ -583,7 +624,7 @@ static int walked_code_cmp(const void *a, const void *b, void *arg)
 static size_t read_codes(struct py_proc *p, size_t n)
 {
 	struct py_read *r;
-	size_t nc = 0, done = 0;
+	size_t nc = 0, nr = 0, done = 0, *idx;
 
 	for (size_t i = 0; i < n; i++)
 		p->code_order[i] = (uint32_t)i;
@@ -596,19 +637,33 @@ static size_t read_codes(struct py_proc *p, size_t n)
 		w->code_idx = (uint32_t)(nc - 1);
 	}
 	r = xmalloc(st_mult(nc + 1, sizeof(*r)));
-	for (size_t c = 0; c < nc; c++)
-		r[c] = (struct py_read){ p->code_addr[c], p->code_hdr[c], p->t.hdr_code };
-	while (done < nc) {
-		int got = p->t.read(p->t.read_arg, r + done, nc - done);
+	idx = xmalloc(st_mult(nc + 1, sizeof(*idx)));
+	for (size_t c = 0; c < nc; c++) {
+		size_t k = 0;
+
+		/* read with the thread's pages already */
+		while (k < p->nr_spec && p->spec_addr[k] != p->code_addr[c])
+			k++;
+		if (k < p->nr_spec && p->spec_ok[k]) {
+			memcpy(p->code_hdr[c], p->spec_hdr[k], p->t.hdr_code);
+			p->code_ok[c] = true;
+			continue;
+		}
+		idx[nr] = c;
+		r[nr++] = (struct py_read){ p->code_addr[c], p->code_hdr[c], p->t.hdr_code };
+	}
+	while (done < nr) {
+		int got = p->t.read(p->t.read_arg, r + done, nr - done);
 
 		if (got < 0)
 			got = 0;
 		for (size_t k = 0; k < (size_t)got; k++)
-			p->code_ok[done + k] = true;
+			p->code_ok[idx[done + k]] = true;
 		done += (size_t)got;
-		if (done < nc)
-			p->code_ok[done++] = false;
+		if (done < nr)
+			p->code_ok[idx[done++]] = false;
 	}
+	free(idx);
 	free(r);
 	return nc;
 }
@@ -672,6 +727,7 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 	py_codes_begin_read(p->codes);
 	/* where the thread was last time, in one call: mostly where it is now */
 	t = thread_cached(p, tid);
+	p->nr_spec = 0;
 	if (t && t->tstate) {
 		const struct py_read r[3] = {
 			{ t->tstate, NULL, p->t.hdr_tstate },
@@ -679,8 +735,14 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 			{ t->last_frame, NULL, p->t.hdr_frame },
 		};
 		const unsigned below[3] = { 0, 0, FRAME_PAGES_BELOW };
+		struct py_read codes[SPEC_CODES];
 
-		prefetch(p, r, 3, below);
+		for (size_t i = 0; i < t->nr_last_codes; i++) {
+			p->spec_addr[i] = t->last_codes[i];
+			codes[i] = (struct py_read){ t->last_codes[i], p->spec_hdr[i], p->t.hdr_code };
+		}
+		p->nr_spec = t->nr_last_codes;
+		prefetch_with(p, r, 3, below, codes, p->nr_spec, p->spec_ok);
 	}
 	*status = find_tstate(p, tid, ts, &tstate);
 	if (*status == PY_STACK_COMPLETE)
@@ -694,9 +756,19 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 		else
 			n = walk(p, frame, buf, out, max, status);
 	}
-	if (*status == PY_STACK_COMPLETE && (t = thread_cached(p, tid)) && t->tstate == tstate) {
+	if ((t = thread_cached(p, tid)) && t->tstate == tstate && tstate) {
 		t->last_cframe = field;
 		t->last_frame = frame;
+		/* the code objects of this stack, innermost first, for the next read */
+		t->nr_last_codes = 0;
+		for (size_t i = 0; i < n && t->nr_last_codes < SPEC_CODES; i++) {
+			size_t k = 0;
+
+			while (k < t->nr_last_codes && t->last_codes[k] != out[i].code)
+				k++;
+			if (k == t->nr_last_codes)
+				t->last_codes[t->nr_last_codes++] = out[i].code;
+		}
 	}
 	p->counts[*status]++;
 	return n;
