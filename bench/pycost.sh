@@ -177,6 +177,25 @@ if command -v strace >/dev/null 2>&1; then
 	fi
 fi
 
+# Staleness: the perf backend reads a Python stack after its sample, so the thread may
+# have moved on. A Python -> C -> Python job (tests/workloads/py/callback.py: sorted() with
+# a Python key, thousands of calls in and out of the interpreter per millisecond) shows
+# it: a stack whose Python runs do not match its native eval loops was read after the
+# thread entered or left a call (the recorder counts them, PROFTOOL_DEBUG_PYTHON=1).
+# A lower bound of what staleness would be on slower-changing jobs, and the bench's
+# measure of it: median of BENCH_RUNS recordings.
+progress "staleness: Python stacks at odds with their native ones, callback.py"
+STALE=()
+for ((i = 0; i < RUNS; i++)); do
+	d=$T/stale.$i
+	mkdir -p "$d"
+	PROFTOOL_DEBUG_PYTHON=1 "$PT" record -q -F "$FREQ" -o "$d/out.data" -- \
+		"$PY" "$ROOT/tests/workloads/py/callback.py" 2 >/dev/null 2>"$d/stderr" || true
+	n=$(samples default "$d/out.data" 2>/dev/null || echo 0)
+	m=$(sed -n 's/.* \([0-9][0-9]*\) paired by position.*/\1/p' "$d/stderr" | tail -1)
+	[ -n "$m" ] && [ "${n:-0}" -gt 0 ] && STALE+=("$(awk -v m="$m" -v n="$n" 'BEGIN { printf "%.2f", 100 * m / n }')")
+done
+
 # ---------------------------------------------------------------- the table
 TABLE=$T/table
 fmt() { printf '%-34s %-26s %17s %10s  %-26s %s\n' "$@" >>"$TABLE"; }
@@ -226,6 +245,15 @@ if [ "${#PERF[@]}" != 0 ]; then
 	note_result "$res" "C job: proftool $(num "$cc" %.1f) us per sample, perf record -g $(num "$qc" %.1f)"
 else
 	fmt "C job, default, against perf -g" "skipped: perf is missing" "" "" "<= perf" ""
+fi
+
+if [ "${#STALE[@]}" -gt 0 ]; then
+	st=$(printf '%s\n' "${STALE[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	res=$(result le "$st" 1)
+	fmt "Python stacks at odds (callback.py)" "% of samples, median" "" "$st%" "<= 1%" "$res"
+	note_result "$res" "staleness: $st% of callback.py's samples have Python stacks at odds with their native ones (target 1%)"
+else
+	fmt "Python stacks at odds (callback.py)" "not measured" "" "" "<= 1%" ""
 fi
 
 section ""
