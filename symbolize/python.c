@@ -66,6 +66,8 @@ struct py_proc {
 	 */
 	uint64_t page_addr[PAGE_SLOTS];
 	uint32_t page_gen[PAGE_SLOTS];
+	/* a page below a frame that could not be read: not asked for again in this read */
+	bool page_bad[PAGE_SLOTS];
 	uint32_t page_gen_now;
 	size_t pages_used;
 	uint8_t (*page_data)[PAGE_SIZE_];
@@ -159,7 +161,7 @@ static bool copy_cached(const struct py_proc *p, const struct py_read *r)
 		bool hit;
 		size_t slot = page_slot(p, pg, &hit);
 
-		if (!hit)
+		if (!hit || p->page_bad[slot])
 			return false;
 		if (chunk > end - a)
 			chunk = end - a;
@@ -185,6 +187,7 @@ static void want_page(struct py_proc *p, uint64_t pg, struct py_read *f, size_t 
 	/* claimed now, so that the next page of this call probes past it */
 	p->page_gen[slot] = p->page_gen_now;
 	p->page_addr[slot] = pg;
+	p->page_bad[slot] = false;
 	slots[*nf] = slot;
 	f[(*nf)++] = (struct py_read){ pg, p->page_data[slot], PAGE_SIZE_ };
 }
@@ -247,12 +250,20 @@ static void prefetch_with(struct py_proc *p, const struct py_read *r, size_t n, 
 		return;
 	got = p->t.read(p->t.read_arg, fetch, all);
 	for (size_t k = 0; k < all; k++) {
-		if (slots[k] == SIZE_MAX)
+		if (slots[k] == SIZE_MAX) {
 			extra_ok[k - first_below] = (int)k < got;
-		else if ((int)k < got)
+		} else if ((int)k < got || k >= first_below + nr_extra) {
+			/*
+			 * Read, or a page below that failed or came after one that
+			 * did: below a thread's first frames there is mostly
+			 * nothing mapped, and asking again for each frame would
+			 * fail again (a frame in such a page is read directly)
+			 */
+			p->page_bad[slots[k]] = (int)k >= got;
 			p->pages_used++;
-		else
+		} else {
 			p->page_gen[slots[k]] = p->page_gen_now - 1;
+		}
 	}
 }
 
