@@ -114,6 +114,7 @@ struct sampling_run {
 	bool tty;
 	uint64_t last_status_ns;
 	uint64_t deadline_from;  /* --duration counts from here (the start, or the end of --delay) */
+	uint64_t next_rss_ns;    /* when the processes' resident memory is read next */
 	struct regions_run regions; /* the caller prepares it; sampling_finish joins and releases it */
 	struct live live;        /* pauses and snapshots (live_start) */
 	const struct sampling_view *view; /* NULL: none */

@@ -77,6 +77,20 @@ static json_t *meta_to_json(struct jbuild *b, const struct profile_meta *m, size
 }
 
 /* The tables as JSON; NULL when some value could not be made. */
+/* A process's RSS readings: columns of times (us since the start) and sizes (KiB). */
+static json_t *rss_json(struct jbuild *b, const struct profile_process *pr)
+{
+	json_t *t = jb_new(b, json_array()), *rss = jb_new(b, json_array());
+	json_t *anon = jb_new(b, json_array());
+
+	for (size_t k = 0; k < pr->nr_rss; k++) {
+		jb_append(b, t, jb_int(b, (json_int_t)(pr->rss[k].time_ns / 1000)));
+		jb_append(b, rss, jb_int(b, (json_int_t)(pr->rss[k].rss / 1024)));
+		jb_append(b, anon, jb_int(b, (json_int_t)(pr->rss[k].anon / 1024)));
+	}
+	return jb_new(b, json_pack("{s:o, s:o, s:o}", "time_us", t, "rss_kib", rss, "anon_kib", anon));
+}
+
 static json_t *build_json(const struct profile *p)
 {
 	struct jbuild jb = { 0 }, *b = &jb;
@@ -113,9 +127,12 @@ static json_t *build_json(const struct profile *p)
 	for (size_t i = 0; i < p->nr_procs; i++) {
 		const struct profile_process *pr = &p->procs[i];
 
-		jb_append(b, procs, jb_new(b, json_pack("{s:i, s:i, s:o, s:o}", "pid", pr->pid,
-							"ppid", pr->ppid, "comm", jb_str(b, pr->comm),
-							"cmdline", jb_str(b, pr->cmdline))));
+		json_t *o = jb_new(b, json_pack("{s:i, s:i, s:o, s:o}", "pid", pr->pid, "ppid", pr->ppid,
+						"comm", jb_str(b, pr->comm), "cmdline", jb_str(b, pr->cmdline)));
+
+		if (pr->nr_rss)
+			jb_set(b, o, "rss", rss_json(b, pr));
+		jb_append(b, procs, o);
 	}
 	jb_set(b, root, "processes", procs);
 	for (size_t i = 0; i < p->nr_threads; i++) {

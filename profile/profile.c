@@ -55,6 +55,7 @@ void profile_free(struct profile *p)
 	for (size_t i = 0; i < p->nr_procs; i++) {
 		free(p->procs[i].comm);
 		free(p->procs[i].cmdline);
+		free(p->procs[i].rss);
 	}
 	for (size_t i = 0; i < p->nr_threads; i++)
 		free(p->threads[i].comm);
@@ -145,6 +146,7 @@ uint32_t profile_add_process(struct profile *p, int32_t pid, int32_t ppid,
 
 	ALLOC_GROW(p->procs, p->nr_procs + 1, p->alloc_procs);
 	pr = &p->procs[p->nr_procs];
+	memset(pr, 0, sizeof(*pr));
 	pr->pid = pid;
 	pr->ppid = ppid;
 	pr->comm = xstrdup(comm ? comm : "?");
@@ -344,11 +346,33 @@ static void shift_sample(struct profile_sample *s, void *arg)
 	s->time_ns += *(const uint64_t *)arg;
 }
 
+void profile_add_rss(struct profile *p, uint32_t proc, uint64_t time_ns, uint64_t rss, uint64_t anon)
+{
+	struct profile_process *pr = &p->procs[proc];
+
+	ALLOC_GROW(pr->rss, pr->nr_rss + 1, pr->alloc_rss);
+	pr->rss[pr->nr_rss++] = (struct profile_rss){ time_ns, rss, anon };
+}
+
+const struct profile_rss *profile_rss_peak(const struct profile *p, uint32_t proc)
+{
+	const struct profile_process *pr = &p->procs[proc];
+	const struct profile_rss *best = NULL;
+
+	for (size_t i = 0; i < pr->nr_rss; i++)
+		if (!best || pr->rss[i].rss > best->rss)
+			best = &pr->rss[i];
+	return best;
+}
+
 void profile_shift_times(struct profile *p, uint64_t delta)
 {
 	if (!delta)
 		return;
 	profile_map_samples(p, shift_sample, &delta);
+	for (size_t i = 0; i < p->nr_procs; i++)
+		for (size_t k = 0; k < p->procs[i].nr_rss; k++)
+			p->procs[i].rss[k].time_ns += delta;
 	for (size_t i = 0; i < p->nr_regions; i++) {
 		p->regions[i].start_ns += delta;
 		p->regions[i].end_ns += delta;
@@ -390,6 +414,9 @@ void profile_merge(struct profile *dst, const struct profile *src)
 		pmap[i] = same_series ? find_process(dst, pr) : PROFILE_NONE;
 		if (pmap[i] == PROFILE_NONE)
 			pmap[i] = profile_add_process(dst, pr->pid, pr->ppid, pr->comm, pr->cmdline);
+		/* a snapshot's readings follow the earlier ones' */
+		for (size_t k = 0; k < pr->nr_rss; k++)
+			profile_add_rss(dst, pmap[i], pr->rss[k].time_ns, pr->rss[k].rss, pr->rss[k].anon);
 	}
 	for (size_t i = 0; i < src->nr_threads; i++) {
 		const struct profile_thread *t = &src->threads[i];

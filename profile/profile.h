@@ -57,10 +57,19 @@ struct profile_stack {
 	uint32_t depth; /* 1 for an outermost frame; derived, not stored */
 };
 
+/* A reading of a process's resident memory (/proc/PID/statm). */
+struct profile_rss {
+	uint64_t time_ns;    /* since the recording started, on the samples' clock */
+	uint64_t rss;        /* bytes resident */
+	uint64_t anon;       /* of which anonymous (the rest: files and shared memory) */
+};
+
 struct profile_process {
 	int32_t pid, ppid;   /* ppid 0 when unknown */
 	char *comm;
 	char *cmdline;       /* arguments joined by spaces, NULL when unknown */
+	struct profile_rss *rss; /* readings in time order, several a second while it ran */
+	size_t nr_rss, alloc_rss;
 };
 
 struct profile_thread {
@@ -240,6 +249,11 @@ uint32_t profile_add_func(struct profile *p, const char *name, const char *modul
 			  const char *file, uint32_t line);
 uint32_t profile_add_loc(struct profile *p, uint32_t func, uint32_t line);
 uint32_t profile_add_stack(struct profile *p, uint32_t parent, uint32_t loc);
+/* Appends a reading to process PROC's (readings come in time order). */
+void profile_add_rss(struct profile *p, uint32_t proc, uint64_t time_ns, uint64_t rss, uint64_t anon);
+/* PROC's largest reading, or NULL when it has none. */
+const struct profile_rss *profile_rss_peak(const struct profile *p, uint32_t proc);
+
 /* Not interned: every call adds an entry. Strings are copied. */
 uint32_t profile_add_process(struct profile *p, int32_t pid, int32_t ppid,
 			     const char *comm, const char *cmdline);

@@ -259,6 +259,26 @@ static void read_pythons(struct reader *r, struct profile *p, json_t *meta)
  * Tables are appended directly rather than interned, so that indexes in the
  * file stay valid; the interning indexes are rebuilt alongside.
  */
+/* Process PROC's RSS readings (profile-format.md, processes.rss): in time order. */
+static void read_rss(struct reader *r, struct profile *p, size_t proc, json_t *o)
+{
+	json_t *t = reader_array(r, o, "time_us", 0, false);
+	size_t n = t ? json_array_size(t) : 0;
+	json_t *rss = reader_array(r, o, "rss_kib", n, true), *anon = reader_array(r, o, "anon_kib", n, true);
+	json_int_t last = 0;
+
+	for (size_t k = 0; !r->bad && k < n; k++) {
+		json_int_t us = reader_int_at(r, t, k, last, INT64_MAX / 1000, "RSS reading time");
+		json_int_t kib = reader_int_at(r, rss, k, 0, INT64_MAX / 1024, "RSS reading");
+		json_int_t akib = reader_int_at(r, anon, k, 0, kib, "anonymous RSS reading");
+
+		if (!r->bad)
+			profile_add_rss(p, (uint32_t)proc, (uint64_t)us * 1000, (uint64_t)kib * 1024,
+					(uint64_t)akib * 1024);
+		last = us;
+	}
+}
+
 static void read_tables(struct reader *r, struct profile *p, json_t *root)
 {
 	json_t *fn = json_object_get(root, "functions"), *lo = json_object_get(root, "locations");
@@ -311,14 +331,17 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 		json_t *o = json_array_get(procs, i);
 		json_int_t pid = 0, ppid = 0;
 		const char *comm = NULL;
-		json_t *cmdline = NULL;
+		json_t *cmdline = NULL, *rss = NULL;
 
-		if (json_unpack(o, "{s:I, s:I, s:s, s?o}", "pid", &pid, "ppid", &ppid, "comm", &comm,
-				"cmdline", &cmdline) || pid < 0 || pid > INT32_MAX || ppid < 0 ||
-		    ppid > INT32_MAX || (cmdline && !json_is_string(cmdline) && !json_is_null(cmdline)))
+		if (json_unpack(o, "{s:I, s:I, s:s, s?o, s?o}", "pid", &pid, "ppid", &ppid, "comm", &comm,
+				"cmdline", &cmdline, "rss", &rss) || pid < 0 || pid > INT32_MAX || ppid < 0 ||
+		    ppid > INT32_MAX || (cmdline && !json_is_string(cmdline) && !json_is_null(cmdline))) {
 			reader_bad(r, "process %zu is malformed", i);
-		else
+		} else {
 			profile_add_process(p, pid, ppid, comm, json_string_value(cmdline));
+			if (rss)
+				read_rss(r, p, i, rss);
+		}
 	}
 	n = threads ? json_array_size(threads) : 0;
 	for (size_t i = 0; !r->bad && i < n; i++) {

@@ -19,7 +19,8 @@
  * docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU):
  * the object form {"traceEvents": [...], ...}, complete events (ph "X")
  * with ts and dur in microseconds, instant events (ph "i", scope "t" for
- * a thread), metadata events (ph "M") naming processes and threads.
+ * a thread), metadata events (ph "M") naming processes and threads, and
+ * counter events (ph "C") for each process's resident memory, "RSS".
  * Perfetto and chrome://tracing both read it.
  */
 
@@ -301,6 +302,27 @@ static void write_metadata(FILE *out, const char *what, int64_t pid, int64_t tid
 	fprintf(out, "%s\"}}", suffix);
 }
 
+/*
+ * Process I's resident memory as a counter track ("RSS", in MiB: resident,
+ * and of it anonymous), the readings in F's time window.
+ */
+static void write_rss(FILE *out, const struct profile *p, size_t i, int64_t pid,
+		      const struct report_filter *f, size_t *nr_events)
+{
+	const struct profile_process *pr = &p->procs[i];
+
+	for (size_t k = 0; k < pr->nr_rss; k++) {
+		const struct profile_rss *r = &pr->rss[k];
+
+		if (r->time_ns < f->from_ns || (f->to_ns && r->time_ns > f->to_ns))
+			continue;
+		begin_event(out, nr_events);
+		fprintf(out, "\"ph\":\"C\",\"name\":\"RSS\",\"pid\":%" PRId64 ",\"tid\":%" PRId64
+			",\"ts\":%" PRIu64 ",\"args\":{\"resident MiB\":%.3f,\"anonymous MiB\":%.3f}}",
+			pid, pid, us(r->time_ns), r->rss / 1048576.0, r->anon / 1048576.0);
+	}
+}
+
 /* What the trace viewers show as the trace's metadata: all strings, as Chrome writes it. */
 static void write_other_data(FILE *out, const struct profile *p)
 {
@@ -380,6 +402,7 @@ int report_write_chrome(FILE *out, const struct profile *p, const struct report_
 		if (tpid[i] != pr->pid)
 			snprintf(real, sizeof(real), " (pid %" PRId32 ")", pr->pid);
 		write_metadata(out, "process_name", tpid[i], tpid[i], pr->comm, real, &nr_events);
+		write_rss(out, p, i, tpid[i], f, &nr_events);
 	}
 	for (size_t t = 0; t < p->nr_threads; t++) {
 		const struct profile_thread *th = &p->threads[t];

@@ -245,6 +245,33 @@ static void put_frames(FILE *out, enum report_frames how)
 	}
 }
 
+/*
+ * "Peak RSS: 98.0 MiB (python3 28506)": the largest resident memory any one
+ * process with a kept sample reached; nothing for a profile without readings.
+ */
+static void put_peak_rss(FILE *out, const struct profile *p, const bool *keep)
+{
+	bool *kept = xcalloc(p->nr_procs + 1, sizeof(*kept));
+	const struct profile_rss *best = NULL;
+	size_t who = 0;
+
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (keep[i])
+			kept[p->threads[p->samples[i].thread].process] = true;
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		const struct profile_rss *r = kept[i] ? profile_rss_peak(p, (uint32_t)i) : NULL;
+
+		if (r && (!best || r->rss > best->rss)) {
+			best = r;
+			who = i;
+		}
+	}
+	if (best)
+		fprintf(out, "Peak RSS: %.1f MiB (%s %d)\n", best->rss / 1048576.0, p->procs[who].comm,
+			(int)p->procs[who].pid);
+	free(kept);
+}
+
 void report_write_header(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep)
 {
@@ -275,6 +302,7 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 	fputc('\n', out);
 	put_pauses(out, p, o->nr_inputs);
 	put_rate(out, p, s.filtered);
+	put_peak_rss(out, p, keep);
 	/* wall mode: what the threads were doing, the split of the table's time */
 	if (states[PROFILE_STATE_ON_CPU] + states[PROFILE_STATE_OFF_CPU]) {
 		fprintf(out, "Thread states: on CPU (running or runnable) %" PRIu64 " (%.1f%%), "

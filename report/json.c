@@ -92,6 +92,24 @@ static json_t *pythons_json(const struct profile_meta *m)
 
 static json_t *region_meta_json(const struct profile *p);
 
+/* A process's resident memory: {peak_bytes, readings: [[seconds since the start, bytes, anonymous bytes]]}. */
+static json_t *rss_json(const struct profile_process *pr)
+{
+	json_t *j = json_object(), *a = json_array();
+	uint64_t peak = 0;
+
+	for (size_t k = 0; k < pr->nr_rss; k++) {
+		const struct profile_rss *r = &pr->rss[k];
+
+		peak = r->rss > peak ? r->rss : peak;
+		json_array_append_new(a, json_pack("[f, I, I]", r->time_ns / 1e9, (json_int_t)r->rss,
+						   (json_int_t)r->anon));
+	}
+	json_object_set_new(j, "peak_bytes", pr->nr_rss ? u64(peak) : json_null());
+	json_object_set_new(j, "readings", a);
+	return j;
+}
+
 /* The recording, and the same figures as the text header for the kept samples. */
 static json_t *meta_json(const struct profile *p, const struct report_summary *s,
 			 enum report_frames frames)
@@ -271,6 +289,7 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 		json_object_set_new(j, "comm", str(pr->comm));
 		json_object_set_new(j, "cmdline", str(pr->cmdline));
 		json_object_set_new(j, "samples", u64(p_n[i]));
+		json_object_set_new(j, "rss", rss_json(pr));
 		json_array_append_new(arr, j);
 	}
 	json_object_set_new(root, "processes", arr);

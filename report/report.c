@@ -124,6 +124,20 @@ static int check_opts(const struct profile *p, const struct report_opts *o)
 	return 0;
 }
 
+/* A --per-process title's resident memory: "; RSS peak 98.0 MiB, from 16.0 to 96.0 MiB". */
+static void put_process_rss(FILE *out, const struct profile_process *pr)
+{
+	const struct profile_rss *peak = NULL;
+
+	for (size_t k = 0; k < pr->nr_rss; k++)
+		if (!peak || pr->rss[k].rss > peak->rss)
+			peak = &pr->rss[k];
+	if (!peak)
+		return;
+	fprintf(out, "; RSS peak %.1f MiB, from %.1f to %.1f MiB", peak->rss / 1048576.0,
+		pr->rss[0].rss / 1048576.0, pr->rss[pr->nr_rss - 1].rss / 1048576.0);
+}
+
 static int write_report(FILE *out, const struct profile *p, const struct report_opts *opts)
 {
 	struct report_opts grouped;
@@ -207,9 +221,14 @@ static int write_report(FILE *out, const struct profile *p, const struct report_
 				k = report_select_samples(p, &o->filter, PROFILE_NONE, x, &n);
 				title = xstrfmt("%s (pid %d)", p->procs[x].comm, (int)p->procs[x].pid);
 			}
-			if (o->format != REPORT_FOLDED)
-				fprintf(out, "\n=== %s === %" PRIu64 " samples (%.1f%%)\n", title, n,
+			if (o->format != REPORT_FOLDED) {
+				fprintf(out, "\n=== %s === %" PRIu64 " samples (%.1f%%)", title, n,
 					100.0 * n / kept);
+				/* a process's title ends with its resident memory */
+				if (o->per_process)
+					put_process_rss(out, &p->procs[x]);
+				fputc('\n', out);
+			}
 			/* callers/callees: fine as long as some section had a match */
 			if (!write_section(out, p, o, k, title))
 				any = true;

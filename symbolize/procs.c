@@ -62,6 +62,54 @@ static char *read_cmdline(int32_t pid)
 }
 
 /*
+ * Reads /proc/PID/statm into RSS and ANON (bytes); false when the process
+ * is gone, or a zombie (nothing resident).
+ */
+static bool read_statm(int32_t pid, uint64_t *rss, uint64_t *anon)
+{
+	static long page;
+	char path[64], buf[256];
+	unsigned long long size, resident, shared;
+	ssize_t n;
+	int fd;
+
+	if (!page)
+		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3 || !resident)
+		return false;
+	*rss = resident * (uint64_t)page;
+	*anon = resident > shared ? (resident - shared) * (uint64_t)page : 0;
+	return true;
+}
+
+/* A reading of process PROC's resident memory, now. */
+static void rss_now(struct sym_session *ss, uint32_t proc)
+{
+	uint64_t rss, anon, now = time_mono_ns();
+
+	if (read_statm(ss->procs[proc].pid, &rss, &anon))
+		profile_add_rss(ss->prof, ss->procs[proc].out,
+				now > ss->opts.start_ns ? now - ss->opts.start_ns : 0, rss, anon);
+}
+
+void sym_session_read_rss(struct sym_session *ss)
+{
+	for (size_t i = 0; i < ss->nr_procs; i++)
+		/* the latest incarnation of each pid: an exec'd or gone one reads nothing */
+		if (ss_find_proc(ss, ss->procs[i].pid) == i)
+			rss_now(ss, (uint32_t)i);
+}
+
+/*
  * A new process incarnation; a forked one starts with a copy of the address
  * space of FROM (a proc id, IDX_NONE for none). An id, not a pointer: growing
  * the array moves the parent.
@@ -87,6 +135,9 @@ uint32_t ss_new_proc(struct sym_session *ss, int32_t pid, int32_t ppid, const ch
 		pr->as.nr = pr->as.alloc = copy->nr;
 	}
 	idx_insert(&ss->pid_idx, hash_u64((uint32_t)pid), ss->nr_procs);
+	/* one reading at least, for a process that lives less than the interval */
+	if (ss->opts.rss)
+		rss_now(ss, (uint32_t)ss->nr_procs);
 	return ss->nr_procs++;
 }
 

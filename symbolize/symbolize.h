@@ -39,6 +39,7 @@ struct sym_opts {
 	const char *spill_dir;  /* where samples past SPILL_CHUNK go (profile_spill_start); NULL: memory */
 	size_t spill_chunk;
 	struct sym_python *python;      /* NULL: native stacks only */
+	bool rss;               /* read each process's resident memory when it appears */
 };
 
 /*
@@ -60,6 +61,13 @@ int sym_session_add(struct sym_session *ss, const struct sampler_rec *rec);
  * Returns 0 or a negative errno when /proc/PID cannot be read.
  */
 int sym_session_add_existing(struct sym_session *ss, int32_t pid, int32_t tid);
+
+/*
+ * Reads the resident memory of every process the session knows that still
+ * runs (/proc/PID/statm) into the profile (profile_add_rss), timed now.
+ * The recorder calls it a few times a second.
+ */
+void sym_session_read_rss(struct sym_session *ss);
 
 struct sym_counts {
 	uint64_t samples;

@@ -126,14 +126,19 @@ assert d["displayTimeUnit"] == "ms" and d["otherData"]["exporter"].startswith("p
 assert all(isinstance(v, str) for v in d["otherData"].values())
 evs = d["traceEvents"]
 for e in evs:
-    assert e["ph"] in ("M", "X"), e
+    assert e["ph"] in ("M", "X", "C"), e
     assert isinstance(e["name"], str) and e["name"], e
     assert all(isinstance(e[k], int) and e[k] >= 0 for k in ("pid", "tid", "ts")), e
     if e["ph"] == "X":
         assert isinstance(e["dur"], int) and e["dur"] >= 0, e
         assert isinstance(e["args"]["module"], str), e
+    elif e["ph"] == "C":
+        # the resident memory of the process, a counter track
+        assert e["name"] == "RSS" and e["pid"] == e["tid"], e
+        assert all(isinstance(v, float) and v >= 0 for v in e["args"].values()), e
     else:
         assert e["name"] in ("process_name", "thread_name") and isinstance(e["args"]["name"], str), e
+assert [e for e in evs if e["ph"] == "C"], "no RSS counter"
 threads = {e["args"]["name"]: (e["pid"], e["tid"]) for e in evs if e["name"] == "thread_name"}
 assert set(threads) == {"main-thr", "worker-1", "worker-2", "worker-3"}, threads
 procs = {e["pid"]: e["args"]["name"] for e in evs if e["name"] == "process_name"}

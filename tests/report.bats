@@ -264,7 +264,7 @@ keys() {
 	! grep -q 'tid' <<<"$(grep '^===' <<<"$output")" || false
 	# the sections add up to the whole
 	total=$(sed -n 's/^\([0-9]*\) samples over.*/\1/p' <<<"$output")
-	sum=$(awk '/^=== / { s += $(NF - 2) } END { print s }' <<<"$output")
+	sum=$(sed -n 's/^=== .* === \([0-9]*\) samples (.*/\1/p' <<<"$output" | awk '{ s += $1 } END { print s }')
 	[ "$sum" -eq "$total" ]
 	# a time window keeps fewer samples, and the two halves add up
 	all=$("$PROFTOOL" report split.data | sed -n 's/^\([0-9]*\) samples over.*/\1/p')
