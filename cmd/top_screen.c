@@ -143,6 +143,36 @@ static void row_text(char *buf, size_t n, const struct profile *p, const struct 
 #define HEAD_LINES 3
 
 /*
+ * ", RSS 81.3 MiB" (", RSS 181.3 MiB in 2 processes"): the resident memory of
+ * the window's processes at their latest readings, into BUF; "" without any.
+ */
+static void rss_text(const struct profile *p, char *buf, size_t n)
+{
+	uint64_t total = 0;
+	size_t procs = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		const struct profile_process *pr = &p->procs[i];
+		bool latest = pr->nr_rss > 0;
+
+		/* a process cut into several parts: its latest reading counts, once */
+		for (size_t k = 0; latest && k < p->nr_procs; k++)
+			latest = k == i || p->procs[k].pid != pr->pid || !p->procs[k].nr_rss ||
+				 p->procs[k].rss[p->procs[k].nr_rss - 1].time_ns < pr->rss[pr->nr_rss - 1].time_ns ||
+				 (p->procs[k].rss[p->procs[k].nr_rss - 1].time_ns == pr->rss[pr->nr_rss - 1].time_ns && k > i);
+		if (latest) {
+			total += pr->rss[pr->nr_rss - 1].rss;
+			procs++;
+		}
+	}
+	if (procs == 1)
+		snprintf(buf, n, ", RSS %.1f MiB", total / 1048576.0);
+	else if (procs)
+		snprintf(buf, n, ", RSS %.1f MiB in %zu processes", total / 1048576.0, procs);
+}
+
+/*
  * What the header says: the target and its state; the window's samples,
  * rate, losses, processes and threads; the totals and how the rows are
  * shown. Into LINES.
@@ -153,22 +183,24 @@ static void head(char lines[HEAD_LINES][512], const struct profile *p, const str
 	size_t procs = 0, threads = 0, n = p ? p->nr_samples : 0;
 	double secs = p ? p->meta.duration_ns / 1e9 : 0;
 	double active = p ? (p->meta.duration_ns - top_profile_paused_ns(p)) / 1e9 : 0;
-	char filter[TOP_FILTER_MAX + 32] = "", frames[32] = "";
+	char filter[TOP_FILTER_MAX + 32] = "", frames[32] = "", rss[64] = "";
 
 	snprintf(lines[0], sizeof(lines[0]), "%s%s%s", st->target,
 		 st->paused ? "  PAUSED" : st->program_paused ? "  PAUSED by the program" : "",
 		 st->ended ? "  (ended)" : "");
-	if (p)
+	if (p) {
 		profile_count_sampled(p, &procs, &threads);
+		rss_text(p, rss, sizeof(rss));
+	}
 	if (!p)
 		snprintf(lines[1], sizeof(lines[1]), "waiting for the first %s",
 			 st->paused ? "samples: sampling is paused" : "samples");
 	else
 		snprintf(lines[1], sizeof(lines[1]),
-			 "%zu sample%s %s %.1f s (%.1f/s), %" PRIu64 " lost; %zu process%s, %zu thread%s",
+			 "%zu sample%s %s %.1f s (%.1f/s), %" PRIu64 " lost; %zu process%s, %zu thread%s%s",
 			 n, n == 1 ? "" : "s", st->cumulative ? "since the start," : "in the last", secs,
 			 active > 0 ? n / active : 0.0, p->meta.lost, procs, procs == 1 ? "" : "es",
-			 threads, threads == 1 ? "" : "s");
+			 threads, threads == 1 ? "" : "s", rss);
 	if (ui->filter[0])
 		snprintf(filter, sizeof(filter), ", filter '%s'", ui->filter);
 	/* the view, once there are Python frames to fold */

@@ -115,6 +115,14 @@ t = [x[0] for x in pr["rss"]["readings"]]
 assert len(t) >= 4 and t == sorted(t) and t[-1] > 0.5, t'
 }
 
+@test "memory: top's header gives the processes' resident memory" {
+	run --separate-stderr "$PROFTOOL" top --cumulative --interval 0.5 --limit 3 -q -- "$WORKLOADS/memtouch" 60 20 1
+	[ "$status" -eq 0 ]
+	# the last table's, when memtouch held all it touched
+	rss=$(sed -n 's/.* thread, RSS \([0-9.]*\) MiB$/\1/p' <<<"$output" | tail -1)
+	near "$rss" "$(maxrss <(printf '%s\n' "$output"))" 8
+}
+
 @test "memory: a profile without readings (older files) reads, without a Peak RSS line" {
 	record_to m.data -- "$WORKLOADS/memtouch" 30 10 0.3 >/dev/null
 	python3 -c 'import gzip, json, sys

@@ -330,7 +330,7 @@ log_phases() {
 	on_screen "$cmd"
 	until_screen leads f_a
 	shows '^proftool top - .*/phases a:go_b b:go_c +[0-9]{2}:[0-9]{2}:[0-9]{2}$'
-	shows '^[0-9]+ samples in the last [0-9.]+ s \([0-9.]+/s\), [0-9]+ lost; 1 process, 1 thread$'
+	shows '^[0-9]+ samples in the last [0-9.]+ s \([0-9.]+/s\), [0-9]+ lost; 1 process, 1 thread(, RSS [0-9.]+ MiB)?$'
 	shows '; perf backend; by self time$'
 	touch go_b
 	until_screen leads f_b

@@ -11,7 +11,7 @@ import sys
 
 HEAD = re.compile(r"proftool top at (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC, (\d+\.\d) s in: (.+)$")
 WINDOW = re.compile(r"(\d+) samples? (?:in the last|since the start,) (\d+\.\d) s \((\d+\.\d)/s\), "
-                    r"(\d+) lost; (\d+) process(?:es)?, (\d+) threads?$")
+                    r"(\d+) lost; (\d+) process(?:es)?, (\d+) threads?(?:, RSS [0-9.]+ MiB(?: in \d+ processes)?)?$")
 TOTAL = re.compile(r"since the start: (\d+) samples, (\d+) lost, (\d+\.\d) s; (perf|ptrace) backend; by (.+)$")
 COLUMNS = "       nsamples   tottime   tot%   cumtime   cum%  filename:lineno(function)"
 ROW = re.compile(r" *(\d+)/(\d+) +(\d+\.\d{3}) +(\d+\.\d)% +(\d+\.\d{3}) +(\d+\.\d)%  (.+)$")
