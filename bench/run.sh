@@ -4,7 +4,8 @@
 # Overhead, accuracy, lost samples, profile size, report speed/memory and the
 # time record needs after the target exits; then what named regions cost
 # (bench/regions.sh), what a dump costs (bench/dump.sh) and proftool's CPU per
-# sample (bench/pycost.sh). See bench/README.md for the method.
+# sample (bench/pycost.sh) and what reading resident memory costs (bench/rsscost.sh).
+# See bench/README.md for the method.
 #
 # Environment (for experiments; the defaults are what make bench measures):
 #   O=DIR             build directory (default build), as for make
@@ -12,7 +13,7 @@
 #   BENCH_SCALE=X     multiplies every workload's size (default 1)
 #   BENCH_SAMPLES=N   samples aimed at for the big recording (default 100000)
 #   BENCH_NO_README=1 print the table only; leave bench/README.md alone
-#   BENCH_ONLY=PART   one part only: perf (the comparison), regions, dump or pycost
+#   BENCH_ONLY=PART   one part only: perf (the comparison), regions, dump, pycost or rsscost
 set -euo pipefail
 export LC_ALL=C
 
@@ -34,7 +35,8 @@ case ${BENCH_ONLY:-} in
 regions) exec bench/regions.sh ;;
 dump) exec bench/dump.sh ;;
 pycost) exec bench/pycost.sh ;;
-*) die "BENCH_ONLY must be perf, regions, dump or pycost, not '$BENCH_ONLY'" ;;
+rsscost) exec bench/rsscost.sh ;;
+*) die "BENCH_ONLY must be perf, regions, dump, pycost or rsscost, not '$BENCH_ONLY'" ;;
 esac
 
 # ---------------------------------------------------------------- preconditions
@@ -568,3 +570,5 @@ fi
 [ "${BENCH_ONLY:-}" = perf ] || bench/dump.sh
 # ---------------------------------------------------------------- CPU per sample
 [ "${BENCH_ONLY:-}" = perf ] || bench/pycost.sh
+# ---------------------------------------------------------------- resident memory readings
+[ "${BENCH_ONLY:-}" = perf ] || bench/rsscost.sh

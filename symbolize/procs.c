@@ -62,25 +62,44 @@ static char *read_cmdline(int32_t pid)
 }
 
 /*
- * Reads /proc/PID/statm into RSS and ANON (bytes); false when the process
- * is gone, or a zombie (nothing resident).
+ * Processes whose /proc/PID/statm stays open between readings (one system
+ * call a reading rather than three); the others open it each time, so that
+ * a job of thousands of processes does not run out of descriptors.
  */
-static bool read_statm(int32_t pid, uint64_t *rss, uint64_t *anon)
+#define STATM_KEPT_OPEN 256
+
+/*
+ * Reads process PR's /proc/PID/statm into RSS and ANON (bytes); false when
+ * the process is gone, or a zombie (nothing resident).
+ */
+static bool read_statm(struct sym_session *ss, struct proc *pr, uint64_t *rss, uint64_t *anon)
 {
 	static long page;
 	char path[64], buf[256];
 	unsigned long long size, resident, shared;
 	ssize_t n;
-	int fd;
+	int fd = pr->statm_fd - 1;
 
 	if (!page)
 		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
-	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
+	if (fd < 0) {
+		snprintf(path, sizeof(path), "/proc/%d/statm", (int)pr->pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+	}
+	n = pread(fd, buf, sizeof(buf) - 1, 0);
+	if (n > 0 && !pr->statm_fd && ss->statm_open < STATM_KEPT_OPEN) {
+		pr->statm_fd = fd + 1;
+		ss->statm_open++;
+	} else if (n <= 0 || !pr->statm_fd) {
+		/* gone (a read of a process that exited fails): the descriptor goes */
+		close(fd);
+		if (pr->statm_fd) {
+			pr->statm_fd = 0;
+			ss->statm_open--;
+		}
+	}
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
@@ -96,17 +115,34 @@ static void rss_now(struct sym_session *ss, uint32_t proc)
 {
 	uint64_t rss, anon, now = time_mono_ns();
 
-	if (read_statm(ss->procs[proc].pid, &rss, &anon))
+	if (read_statm(ss, &ss->procs[proc], &rss, &anon))
 		profile_add_rss(ss->prof, ss->procs[proc].out,
 				now > ss->opts.start_ns ? now - ss->opts.start_ns : 0, rss, anon);
 }
 
+/* Closes the descriptors of the readings (the session ends). */
+void ss_close_statm(struct sym_session *ss)
+{
+	for (size_t i = 0; i < ss->nr_procs; i++) {
+		if (ss->procs[i].statm_fd)
+			close(ss->procs[i].statm_fd - 1);
+		ss->procs[i].statm_fd = 0;
+	}
+	ss->statm_open = 0;
+}
+
 void sym_session_read_rss(struct sym_session *ss)
 {
-	for (size_t i = 0; i < ss->nr_procs; i++)
+	for (size_t i = 0; i < ss->nr_procs; i++) {
 		/* the latest incarnation of each pid: an exec'd or gone one reads nothing */
-		if (ss_find_proc(ss, ss->procs[i].pid) == i)
+		if (ss_find_proc(ss, ss->procs[i].pid) == i) {
 			rss_now(ss, (uint32_t)i);
+		} else if (ss->procs[i].statm_fd) {
+			close(ss->procs[i].statm_fd - 1);
+			ss->procs[i].statm_fd = 0;
+			ss->statm_open--;
+		}
+	}
 }
 
 /*

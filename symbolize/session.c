@@ -41,6 +41,7 @@ void sym_session_free(struct sym_session *ss)
 {
 	if (!ss)
 		return;
+	ss_close_statm(ss);
 	for (size_t i = 0; i < ss->nr_mods; i++) {
 		free(ss->mods[i].path);
 		free(ss->mods[i].name);

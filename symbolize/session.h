@@ -53,6 +53,7 @@ struct proc {
 	int32_t pid;
 	uint32_t out;           /* index in the profile's processes */
 	struct aspace as;
+	int statm_fd;           /* /proc/PID/statm kept open for its readings, plus 1; 0 none */
 };
 
 /* An address inside a module: a file offset, or an absolute address for special modules. */
@@ -102,6 +103,7 @@ struct sym_session {
 
 	struct proc *procs;     /* parallel to prof->procs */
 	size_t nr_procs, alloc_procs;
+	size_t statm_open;      /* processes whose statm_fd is open */
 	struct idx pid_idx;     /* pid -> proc, latest incarnation has the highest id */
 	struct idx tid_idx;     /* tid -> prof->threads index, likewise */
 
@@ -145,6 +147,8 @@ uint32_t ss_find_thread(struct sym_session *ss, int32_t tid);
  * A new process incarnation; a forked one starts with a copy of the
  * address space of FROM (a proc id, IDX_NONE for none). Returns its id.
  */
+/* Closes the /proc/PID/statm descriptors kept for resident-memory readings. */
+void ss_close_statm(struct sym_session *ss);
 uint32_t ss_new_proc(struct sym_session *ss, int32_t pid, int32_t ppid, const char *comm,
 		     uint32_t from);
 uint32_t ss_new_thread(struct sym_session *ss, int32_t tid, uint32_t proc, const char *comm);
