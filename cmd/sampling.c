@@ -147,6 +147,21 @@ bool sampling_python_process(pid_t pid)
 	return found;
 }
 
+/*
+ * A counting event's sample period: -c N, else every 100th event (a
+ * fault-heavy job, a few hundred thousand faults a second, gets a thousand
+ * or so samples a second; a light one still some), every major fault
+ * (rare, and each costs a disk read). 0 for clock events.
+ */
+static uint64_t sample_period(const struct sampling_opts *o)
+{
+	if (!sampler_event_counts(o->event))
+		return 0;
+	if (o->period)
+		return o->period;
+	return o->event == SAMPLER_EVENT_MAJOR_FAULTS ? 1 : 100;
+}
+
 struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 {
 	struct sampler *s;
@@ -154,6 +169,7 @@ struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 
 	raise_fd_limit();
 	so->freq = o->freq;
+	so->period = sample_period(o);
 	so->event = o->event;
 	so->callgraph = o->callgraph;
 	so->stack_size = o->stack_size;
@@ -200,7 +216,8 @@ void sampling_begin(struct sampling_run *r)
 	r->syms = sym_session_new(&(struct sym_opts){ .start_ns = r->start_ns,
 						     .weight_ns = (uint32_t)(1000000000ull / r->o->freq),
 						     .spill_dir = dir, .spill_chunk = chunk,
-						     .python = r->o->py, .rss = true });
+						     .python = r->o->py, .rss = true,
+						     .weight_is_period = sampler_event_counts(r->o->event) });
 	free(dir);
 }
 
@@ -338,8 +355,9 @@ static void fill_meta(struct profile *p, const struct sampling_run *r, uint64_t 
 	m->backend = xstrdup(o->used == SAMPLER_BACKEND_PTRACE ? "ptrace" : "perf");
 	m->host = uname_field(true);
 	m->kernel = uname_field(false);
-	m->freq = o->freq;
-	m->period_ns = 1000000000ull / o->freq;
+	/* a counting event: its period in events (0 by frequency), and no rate in Hz when fixed */
+	m->freq = sample_period(o) ? 0 : o->freq;
+	m->period_ns = sampler_event_counts(o->event) ? sample_period(o) : 1000000000ull / o->freq;
 	m->start_real_ns = r->start_real_ns + (from - r->start_ns);
 	m->duration_ns = to - from;
 	/* clock events count nanoseconds of CPU time: the base of the achieved rate */

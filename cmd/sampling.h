@@ -16,6 +16,8 @@
 struct sampling_opts {
 	const char *output;
 	unsigned long freq;
+	bool freq_given;        /* -F on the command line */
+	unsigned long period;   /* -c N: counting events, a sample every N; 0 by default */
 	enum sampler_callgraph callgraph;
 	enum sampler_event event;
 	unsigned long stack_size; /* bytes of stack per sample with -g dwarf */
@@ -49,7 +51,7 @@ enum {
 };
 
 /* Short options and long options every sampling command takes. */
-#define SAMPLING_SHORTOPTS "o:F:g:e:q"
+#define SAMPLING_SHORTOPTS "o:F:c:g:e:q"
 #define SAMPLING_LONGOPTS                                                   \
 	{ "backend", required_argument, NULL, OPT_BACKEND },                \
 	{ "mode", required_argument, NULL, OPT_MODE },                      \

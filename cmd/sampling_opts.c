@@ -30,7 +30,13 @@ const char sampling_usage[] =
 	"                       from 1024 to 65528 (default 32768)\n"
 	"  --user-only          leave out kernel frames (time in the kernel still counts,\n"
 	"                       under the user function that entered it)\n"
-	"  -e EVENT             cpu-clock, task-clock, cycles, instructions (default cpu-clock)\n"
+	"  -e EVENT             cpu-clock (default), task-clock; the counting events\n"
+	"                       page-faults (faults), minor-faults, major-faults,\n"
+	"                       context-switches (cs), whose reports count events, not\n"
+	"                       seconds (perf backend); cycles, instructions where the\n"
+	"                       machine has them\n"
+	"  -c N                 counting events: a sample every N events (default 100,\n"
+	"                       major-faults 1)\n"
 	"  --backend auto|perf|ptrace\n"
 	"                       perf_event_open, or ptrace (stops threads to sample them;\n"
 	"                       needs no perf_event permission); auto (default) uses perf\n"
@@ -89,6 +95,12 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 	case 'F':
 		if (!parse_ulong(arg, 1, 10000, &o->freq))
 			return usage_error(command, "-F must be a whole number from 1 to 10000, not '%s'", arg);
+		o->freq_given = true;
+		return 0;
+	case 'c':
+		if (!parse_ulong(arg, 1, UINT32_MAX, &o->period))
+			return usage_error(command, "-c must be a whole number of events from 1 to %u, not '%s'",
+					   UINT32_MAX, arg);
 		return 0;
 	case 'g':
 		if (!strcmp(arg, "fp"))
@@ -102,7 +114,8 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 		return 0;
 	case 'e':
 		if (sampler_event_parse(arg, &o->event) < 0)
-			return usage_error(command, "unknown event '%s' (use cpu-clock, task-clock, cycles or instructions)", arg);
+			return usage_error(command, "unknown event '%s' (use cpu-clock, task-clock, page-faults, minor-faults, "
+					   "major-faults, context-switches, cycles or instructions)", arg);
 		return 0;
 	case OPT_BACKEND:
 		if (!strcmp(arg, "auto"))
@@ -175,6 +188,15 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 
 int sampling_validate(const struct sampling_opts *o, const char *command)
 {
+	if (o->period && !sampler_event_counts(o->event))
+		return usage_error(command, "-c N goes with the counting events (page-faults, minor-faults, major-faults, "
+				   "context-switches); -e %s samples by -F", sampler_event_name(o->event));
+	if (sampler_event_counts(o->event) && o->freq_given)
+		return usage_error(command, "-e %s samples every N events (-c N), not by frequency (-F)",
+				   sampler_event_name(o->event));
+	if (sampler_event_counts(o->event) && (o->wall || o->backend == BACKEND_PTRACE))
+		return usage_error(command, "the ptrace backend samples time only and cannot count events; "
+				   "-e %s needs the perf backend", sampler_event_name(o->event));
 	if (o->wall && o->backend == BACKEND_PERF)
 		return usage_error(command, "--mode wall samples with ptrace; use --backend ptrace or auto");
 	if (o->live.paused && o->live.delay > 0)

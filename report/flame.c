@@ -329,9 +329,12 @@ static struct rgb diff_colour(const struct flame *fl, const struct fnode *nd)
 
 /* ---- writing ---- */
 
-static void put_seconds(FILE *out, const char *what, uint64_t samples, uint64_t period_ns)
+static void put_seconds(FILE *out, const char *what, uint64_t samples, const struct flame_input *in)
 {
-	fprintf(out, "%s %.3f s", what, samples * (double)period_ns / 1e9);
+	if (in->event)
+		fprintf(out, "%s %" PRIu64 " %s", what, samples * in->period_ns, in->event);
+	else
+		fprintf(out, "%s %.3f s", what, samples * (double)in->period_ns / 1e9);
 }
 
 /*
@@ -350,8 +353,8 @@ static void put_tooltip(FILE *out, const struct flame *fl, const struct flame_in
 			100.0 * change(fl, nd));
 	fputc('\n', out);
 	if (in->period_ns) {
-		put_seconds(out, "total", nd->total, in->period_ns);
-		put_seconds(out, ", self", nd->self, in->period_ns);
+		put_seconds(out, "total", nd->total, in);
+		put_seconds(out, ", self", nd->self, in);
 		fprintf(out, " (%" PRIu64 " sample%s)", nd->self, nd->self == 1 ? "" : "s");
 	} else {
 		fprintf(out, "self %" PRIu64 " sample%s", nd->self, nd->self == 1 ? "" : "s");
@@ -538,6 +541,7 @@ int report_write_flame_profile(FILE *out, const struct profile *p, const bool *k
 	struct flame_input in = {
 		.title = "Flame graph",
 		.period_ns = p->meta.period_ns,
+		.event = report_counts_events(p) ? p->meta.event : NULL,
 		.stacks = stacks,
 		.nr_stacks = nr,
 	};

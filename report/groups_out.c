@@ -29,7 +29,7 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 {
 	struct report_groups g;
 	size_t width[REPORT_GROUP_NR] = { 0 }, rows;
-	char ns[48];
+	char ns[48], w1[32], w2[32];
 	struct sbuf label = SBUF_INIT;
 
 	report_groups_build(&g, p, &o->group_by, keep);
@@ -44,7 +44,8 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 				width[k] = w < KEY_WIDTH_MAX ? w : KEY_WIDTH_MAX;
 		}
 	}
-	fprintf(out, "\n%15s %9s %6s %9s %6s", "nsamples", "tottime", "tot%", "cumtime", "cum%");
+	fprintf(out, "\n%15s %9s %6s %9s %6s", "nsamples", report_self_heading(p), "tot%",
+		report_cum_heading(p), "cum%");
 	if (o->split)
 		fprintf(out, " %6s %7s %8s", "py%", "native%", "outside%");
 	fputs(" ", out);
@@ -56,8 +57,9 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 		const struct report_group *x = &g.rows[r];
 
 		snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, x->self, x->cum);
-		fprintf(out, "%15s %9.3f %5.1f%% %9.3f %5.1f%%", ns, x->self_ns / 1e9, pct(x->self, g.total),
-			x->cum_ns / 1e9, pct(x->cum, g.total));
+		fprintf(out, "%15s %9s %5.1f%% %9s %5.1f%%", ns, report_weight_str(p, x->self_ns, w1, sizeof(w1)),
+			pct(x->self, g.total), report_weight_str(p, x->cum_ns, w2, sizeof(w2)),
+			pct(x->cum, g.total));
 		if (o->split)
 			fprintf(out, " %5.1f%% %6.1f%% %7.1f%%", pct(x->split[REPORT_PY_CODE], g.total),
 				pct(x->split[REPORT_PY_NATIVE], g.total),
@@ -137,8 +139,16 @@ struct json_t *report_groups_json(const struct profile *p, const struct report_g
 		}
 		json_object_set_new(row, "self_samples", u64(x->self));
 		json_object_set_new(row, "total_samples", u64(x->cum));
-		json_object_set_new(row, "self_seconds", json_real(x->self_ns / 1e9));
-		json_object_set_new(row, "total_seconds", json_real(x->cum_ns / 1e9));
+		if (report_counts_events(p)) {
+			/* a counting event's weights are events */
+			json_object_set_new(row, "self_seconds", json_null());
+			json_object_set_new(row, "total_seconds", json_null());
+			json_object_set_new(row, "self_events", u64(x->self_ns));
+			json_object_set_new(row, "total_events", u64(x->cum_ns));
+		} else {
+			json_object_set_new(row, "self_seconds", json_real(x->self_ns / 1e9));
+			json_object_set_new(row, "total_seconds", json_real(x->cum_ns / 1e9));
+		}
 		json_object_set_new(row, "python_samples", u64(x->split[REPORT_PY_CODE]));
 		json_object_set_new(row, "native_samples", u64(x->split[REPORT_PY_NATIVE]));
 		json_object_set_new(row, "outside_python_samples", u64(x->split[REPORT_PY_OUTSIDE]));

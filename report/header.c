@@ -163,7 +163,10 @@ static void put_rate(FILE *out, const struct profile *p, bool filtered)
 		if (pct >= 0.05)
 			fprintf(out, ", so a share below may be off by up to %.1f points", pct);
 	}
-	if (m->mode && !strcmp(m->mode, "wall") && secs > 0)
+	if (report_counts_events(p) && m->period_ns)
+		fprintf(out, "; a sample every %" PRIu64 " %s (%" PRIu64 " in all)", m->period_ns, m->event,
+			p->nr_samples * m->period_ns);
+	else if (m->mode && !strcmp(m->mode, "wall") && secs > 0)
 		fprintf(out, "; %.1f samples per second of wall-clock time (%u Hz requested per thread)",
 			p->nr_samples / secs, m->freq);
 	else if (m->freq && cpu > 0)

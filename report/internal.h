@@ -151,6 +151,7 @@ struct flame_input {
 	const char *title;
 	const char *subtitle;   /* may be NULL */
 	uint64_t period_ns;     /* time per sample for tooltips; 0: counts only */
+	const char *event;      /* not NULL: period_ns is that many of these events instead */
 	const struct flame_stack *stacks;
 	size_t nr_stacks;
 	bool diff;              /* colour frames by change against the base */

@@ -43,6 +43,20 @@ static json_t *secs(uint64_t ns)
 	return json_real(ns / 1e9);
 }
 
+/*
+ * A sum of sample weights: KEY_S seconds, or for a counting event's
+ * profile KEY_S null and KEY_E the events.
+ */
+static void put_weight(json_t *j, const struct profile *p, const char *key_s, const char *key_e, uint64_t w)
+{
+	if (report_counts_events(p)) {
+		json_object_set_new(j, key_s, json_null());
+		json_object_set_new(j, key_e, u64(w));
+	} else {
+		json_object_set_new(j, key_s, secs(w));
+	}
+}
+
 static int dump(FILE *out, json_t *root)
 {
 	int ret = json_dumpf(root, out, JSON_INDENT(1) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(9));
@@ -134,7 +148,8 @@ static json_t *meta_json(const struct profile *p, const struct report_summary *s
 	json_object_set_new(j, "exit_status", m->exit_status >= 0 ? json_integer(m->exit_status) : json_null());
 	json_object_set_new(j, "samples_in_file", u64(p->nr_samples));
 	json_object_set_new(j, "samples", u64(s->samples));
-	json_object_set_new(j, "seconds", secs(s->weight_ns));
+	put_weight(j, p, "seconds", "events", s->weight_ns);
+	json_object_set_new(j, "unit", json_string(report_counts_events(p) ? p->meta.event : "seconds"));
 	json_object_set_new(j, "filtered", json_boolean(s->filtered));
 	json_object_set_new(j, "span_ns", u64(s->duration_ns));
 	json_object_set_new(j, "processes_in_file", u64(s->procs_total));
@@ -305,7 +320,7 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 		json_object_set_new(j, "pid", json_integer(p->procs[th->process].pid));
 		json_object_set_new(j, "comm", str(th->comm));
 		json_object_set_new(j, "samples", u64(t_n[i]));
-		json_object_set_new(j, "seconds", secs(t_ns[i]));
+		put_weight(j, p, "seconds", "events", t_ns[i]);
 		json_array_append_new(arr, j);
 	}
 	json_object_set_new(root, "threads", arr);
@@ -327,8 +342,8 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 		json_object_set_new(j, "line", f->line ? json_integer(f->line) : json_null());
 		json_object_set_new(j, "self_samples", u64(fs[i].self));
 		json_object_set_new(j, "total_samples", u64(fs[i].cum));
-		json_object_set_new(j, "self_seconds", secs(fs[i].self_ns));
-		json_object_set_new(j, "total_seconds", secs(fs[i].cum_ns));
+		put_weight(j, p, "self_seconds", "self_events", fs[i].self_ns);
+		put_weight(j, p, "total_seconds", "total_events", fs[i].cum_ns);
 		json_array_append_new(arr, j);
 	}
 	json_object_set_new(root, "functions", arr);
@@ -352,7 +367,7 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 		j = json_object();
 		json_object_set_new(j, "frames", fr);
 		json_object_set_new(j, "samples", u64(t.nodes[n].self));
-		json_object_set_new(j, "seconds", secs(t.nodes[n].self_ns));
+		put_weight(j, p, "seconds", "events", t.nodes[n].self_ns);
 		json_array_append_new(arr, j);
 	}
 	json_object_set_new(root, "stacks", arr);

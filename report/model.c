@@ -202,6 +202,37 @@ struct report_func_stat *report_line_stats(const struct profile *p, const bool *
 	return row_stats(p, keep_sample, true, nr, total, total_ns);
 }
 
+bool report_counts_events(const struct profile *p)
+{
+	static const char *const counting[] = {
+		"page-faults", "minor-faults", "major-faults", "context-switches",
+	};
+
+	for (size_t i = 0; p->meta.event && i < ARRAY_SIZE(counting); i++)
+		if (!strcmp(p->meta.event, counting[i]))
+			return true;
+	return false;
+}
+
+const char *report_weight_str(const struct profile *p, uint64_t weight, char *buf, size_t n)
+{
+	if (report_counts_events(p))
+		snprintf(buf, n, "%" PRIu64, weight);
+	else
+		snprintf(buf, n, "%.3f", weight / 1e9);
+	return buf;
+}
+
+const char *report_self_heading(const struct profile *p)
+{
+	return report_counts_events(p) ? "totevents" : "tottime";
+}
+
+const char *report_cum_heading(const struct profile *p)
+{
+	return report_counts_events(p) ? "cumevents" : "cumtime";
+}
+
 bool report_stack_complete(const struct profile *p, uint32_t stack)
 {
 	const struct profile_func *f;

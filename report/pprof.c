@@ -610,8 +610,9 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 	intern(&pp, "");
 	s_samples = intern(&pp, "samples");
 	s_count = intern(&pp, "count");
-	s_time = intern(&pp, wall ? "wall" : "cpu");
-	s_ns = intern(&pp, "nanoseconds");
+	/* a counting event's samples stand for events: "page-faults"/"count" */
+	s_time = intern(&pp, report_counts_events(p) ? meta->event : wall ? "wall" : "cpu");
+	s_ns = intern(&pp, report_counts_events(p) ? "count" : "nanoseconds");
 	intern(&pp, "thread");
 	intern(&pp, "pid");
 	intern(&pp, "tid");

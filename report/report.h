@@ -181,6 +181,18 @@ struct report_func_stat *report_line_stats(const struct profile *p, const bool *
 void report_sort_stats(const struct profile *p, struct report_func_stat *st, size_t nr,
 		       enum report_sort key);
 
+/*
+ * A profile of a counting event (meta.event page-faults, minor-faults,
+ * major-faults or context-switches): its samples' weights are events, not
+ * nanoseconds, and the reports print counts where they print seconds.
+ */
+bool report_counts_events(const struct profile *p);
+/* WEIGHT as the text reports print it, into BUF (N bytes): "%.3f" seconds, or a count. */
+const char *report_weight_str(const struct profile *p, uint64_t weight, char *buf, size_t n);
+/* The tables' headings of self and cumulative weight: tottime/cumtime, or totevents/cumevents. */
+const char *report_self_heading(const struct profile *p);
+const char *report_cum_heading(const struct profile *p);
+
 /* Whether the outermost frame of STACK is where a thread starts (_start, clone, ...). */
 bool report_stack_complete(const struct profile *p, uint32_t stack);
 

@@ -156,8 +156,13 @@ static void write_thread(FILE *out, const struct profile *p, uint32_t t, const s
 	 * empty tail that never happened for a thread that was ever off the
 	 * CPU, so the end is the start plus the weight of the samples.
 	 */
-	fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64
-		",\n\"samples\":[", start, start + weight);
+	/* a counting event's weights are events: no time line to lay them on */
+	if (report_counts_events(p))
+		fprintf(out, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":%" PRIu64 ",\n\"samples\":[",
+			weight);
+	else
+		fprintf(out, ",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64
+			",\n\"samples\":[", start, start + weight);
 	for (size_t k = 0; k < n; k++) {
 		char *q = line;
 		size_t depth = 0;

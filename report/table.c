@@ -17,7 +17,7 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 					report_func_stats(p, keep, &nr, &total, &total_ns);
 	size_t rows = o->limit && o->limit < nr ? o->limit : nr;
 	struct sbuf label = SBUF_INIT;
-	char ns[48];
+	char ns[48], w1[32], w2[32];
 	struct report_split_row *split = NULL;
 
 	if (o->split) {
@@ -27,7 +27,8 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 		report_pysplit_free(ps);
 	}
 	report_sort_stats(p, st, nr, o->sort);
-	fprintf(out, "\n%15s %9s %6s %9s %6s", "nsamples", "tottime", "tot%", "cumtime", "cum%");
+	fprintf(out, "\n%15s %9s %6s %9s %6s", "nsamples", report_self_heading(p), "tot%",
+		report_cum_heading(p), "cum%");
 	if (split)
 		fprintf(out, " %6s %7s", "py%", "native%");
 	fprintf(out, "  %s\n", "filename:lineno(function)");
@@ -35,8 +36,9 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 		const struct report_func_stat *s = &st[i];
 
 		snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, s->self, s->cum);
-		fprintf(out, "%15s %9.3f %5.1f%% %9.3f %5.1f%%", ns, s->self_ns / 1e9,
-			total ? 100.0 * s->self / total : 0.0, s->cum_ns / 1e9,
+		fprintf(out, "%15s %9s %5.1f%% %9s %5.1f%%", ns,
+			report_weight_str(p, s->self_ns, w1, sizeof(w1)),
+			total ? 100.0 * s->self / total : 0.0, report_weight_str(p, s->cum_ns, w2, sizeof(w2)),
 			total ? 100.0 * s->cum / total : 0.0);
 		if (split) {
 			const uint64_t *n = split[o->lines ? s->loc : s->func].n;

@@ -44,9 +44,12 @@ static void print_subtree(FILE *out, const struct profile *p, const struct repor
 			const char *name = nd->loc != PROFILE_NONE ? report_loc_label_sb(&label, p, nd->loc) :
 					   report_func_label_sb(&label, &p->funcs[nd->func]);
 
-			fprintf(out, "%6.1f%% %6.1f%% %9.3f %9.3f %9" PRIu64 "  %*s",
-				100.0 * nd->cum / t->total, 100.0 * nd->self / t->total, nd->cum_ns / 1e9,
-				nd->self_ns / 1e9, nd->cum, indent_of(top), "");
+			char w1[32], w2[32];
+
+			fprintf(out, "%6.1f%% %6.1f%% %9s %9s %9" PRIu64 "  %*s",
+				100.0 * nd->cum / t->total, 100.0 * nd->self / t->total,
+				report_weight_str(p, nd->cum_ns, w1, sizeof(w1)),
+				report_weight_str(p, nd->self_ns, w2, sizeof(w2)), nd->cum, indent_of(top), "");
 			/* past MAX_INDENT the depth is written out instead of spaces */
 			if (top >= MAX_INDENT)
 				fprintf(out, "[%zu] ", top);
@@ -134,6 +137,7 @@ int report_write_calls(FILE *out, const struct profile *p, const struct report_o
 	uint64_t total, total_ns;
 	regex_t re;
 	struct sbuf label = SBUF_INIT, other = SBUF_INIT;
+	char w1[32];
 
 	if (match && regcomp(&re, match, REG_EXTENDED | REG_NOSUB))
 		return -EINVAL;
@@ -173,8 +177,8 @@ int report_write_calls(FILE *out, const struct profile *p, const struct report_o
 	st = by_line ? report_line_stats(p, keep, &nr_stats, &total, &total_ns) :
 		       report_func_stats(p, keep, &nr_stats, &total, &total_ns);
 	report_sort_stats(p, st, nr_stats, o->sort);
-	fprintf(out, "\n%s\n", callers ? "Function  <-  was called by (samples with both on the stack, seconds)"
-				       : "Function  ->  called (samples with both on the stack, seconds)");
+	fprintf(out, "\nFunction  %s (samples with both on the stack, %s)\n",
+		callers ? "<-  was called by" : "->  called", report_counts_events(p) ? p->meta.event : "seconds");
 	for (size_t i = 0; i < nr_stats && (!limit || shown < limit); i++) {
 		uint32_t row = by_line ? st[i].loc : st[i].func;
 		bool first = true;
@@ -182,15 +186,18 @@ int report_write_calls(FILE *out, const struct profile *p, const struct report_o
 		if (match && !report_row_matches(p, &st[i], &re))
 			continue;
 		shown++;
-		fprintf(out, "\n%s  (%" PRIu64 " samples, %.3f s cumulative)\n",
-			report_row_label_sb(&label, p, &st[i]), st[i].cum, st[i].cum_ns / 1e9);
+		fprintf(out, "\n%s  (%" PRIu64 " samples, %s %s cumulative)\n",
+			report_row_label_sb(&label, p, &st[i]), st[i].cum,
+			report_weight_str(p, st[i].cum_ns, w1, sizeof(w1)),
+			report_counts_events(p) ? p->meta.event : "s");
 		for (size_t e = 0; e < nr_edges; e++) {
 			uint32_t other_f = callers ? edges[e].caller : edges[e].callee;
 
 			if ((callers ? edges[e].callee : edges[e].caller) != row)
 				continue;
-			fprintf(out, "    %s %9" PRIu64 " %9.3f  %s\n", callers ? "<-" : "->", edges[e].n,
-				edges[e].ns / 1e9, edge_label(&other, p, other_f, by_line));
+			fprintf(out, "    %s %9" PRIu64 " %9s  %s\n", callers ? "<-" : "->", edges[e].n,
+				report_weight_str(p, edges[e].ns, w1, sizeof(w1)),
+				edge_label(&other, p, other_f, by_line));
 			first = false;
 		}
 		if (first)

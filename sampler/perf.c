@@ -35,10 +35,19 @@ static const char *const event_names[] = {
 	[SAMPLER_EVENT_TASK_CLOCK] = "task-clock",
 	[SAMPLER_EVENT_CYCLES] = "cycles",
 	[SAMPLER_EVENT_INSTRUCTIONS] = "instructions",
+	[SAMPLER_EVENT_PAGE_FAULTS] = "page-faults",
+	[SAMPLER_EVENT_MINOR_FAULTS] = "minor-faults",
+	[SAMPLER_EVENT_MAJOR_FAULTS] = "major-faults",
+	[SAMPLER_EVENT_CONTEXT_SWITCHES] = "context-switches",
 };
 
 int sampler_event_parse(const char *name, enum sampler_event *ev)
 {
+	/* perf's short names */
+	if (!strcmp(name, "faults"))
+		name = "page-faults";
+	else if (!strcmp(name, "cs"))
+		name = "context-switches";
 	for (size_t i = 0; i < ARRAY_SIZE(event_names); i++) {
 		if (!strcmp(name, event_names[i])) {
 			*ev = i;

@@ -87,10 +87,38 @@ void perf_setup_attr(struct perf_sampler *s)
 		a->type = PERF_TYPE_HARDWARE;
 		a->config = PERF_COUNT_HW_INSTRUCTIONS;
 		break;
+	case SAMPLER_EVENT_PAGE_FAULTS:
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_PAGE_FAULTS;
+		break;
+	case SAMPLER_EVENT_MINOR_FAULTS:
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_PAGE_FAULTS_MIN;
+		break;
+	case SAMPLER_EVENT_MAJOR_FAULTS:
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_PAGE_FAULTS_MAJ;
+		break;
+	case SAMPLER_EVENT_CONTEXT_SWITCHES:
+	case SAMPLER_EVENT_NR:
+		a->type = PERF_TYPE_SOFTWARE;
+		a->config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+		break;
 	}
-	a->freq = 1;
-	a->sample_freq = o->freq;
 	a->sample_type = SAMPLE_TYPE;
+	if (o->period) {
+		/*
+		 * A software event with PERF_SAMPLE_PERIOD and a fixed period
+		 * samples every event, each with its own period of one
+		 * (kernel/events/core.c, perf_swevent_event): the period goes
+		 * without saying instead.
+		 */
+		a->sample_period = o->period;
+		a->sample_type &= ~(uint64_t)PERF_SAMPLE_PERIOD;
+	} else {
+		a->freq = 1;
+		a->sample_freq = o->freq;
+	}
 	if (o->callgraph != SAMPLER_CG_NONE) {
 		a->sample_type |= PERF_SAMPLE_CALLCHAIN;
 		a->sample_max_stack = s->max_stack;

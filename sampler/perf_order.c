@@ -78,7 +78,9 @@ static bool parse_sample(struct perf_sampler *s, const unsigned char *p, const u
 	if (!take_u64(&p, end, &r->time) || !take_u64(&p, end, &v))
 		return false;
 	r->cpu = (uint32_t)v;
-	if (!take_u64(&p, end, &r->sample.period))
+	/* a fixed period is not in the record (see perf_setup_attr) */
+	r->sample.period = s->opts.period;
+	if ((s->attr.sample_type & PERF_SAMPLE_PERIOD) && !take_u64(&p, end, &r->sample.period))
 		return false;
 	r->sample.ip = ip;
 	r->sample.user = (misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_USER;

@@ -355,7 +355,10 @@ struct ptrace_sampler *ptrace_sampler_open(const struct sampler_opts *opts, char
 	int e;
 
 	if (opts->event != SAMPLER_EVENT_CPU_CLOCK && opts->event != SAMPLER_EVENT_TASK_CLOCK) {
-		errbuf_set(err, errlen, "the ptrace backend samples time only; use -e cpu-clock");
+		errbuf_set(err, errlen, sampler_event_counts(opts->event) ?
+			   "the ptrace backend samples time only and cannot count events; "
+			   "use the perf backend (--backend perf) for -e %s" :
+			   "the ptrace backend samples time only; use -e cpu-clock", sampler_event_name(opts->event));
 		errno = EINVAL;
 		return NULL;
 	}

@@ -25,7 +25,19 @@ enum sampler_event {
 	SAMPLER_EVENT_TASK_CLOCK,
 	SAMPLER_EVENT_CYCLES,
 	SAMPLER_EVENT_INSTRUCTIONS,
+	/* counting software events (perf backend only): a sample every Nth event */
+	SAMPLER_EVENT_PAGE_FAULTS,
+	SAMPLER_EVENT_MINOR_FAULTS,
+	SAMPLER_EVENT_MAJOR_FAULTS,
+	SAMPLER_EVENT_CONTEXT_SWITCHES,
+	SAMPLER_EVENT_NR
 };
+
+/* Whether EV counts occurrences (a sample stands for events), not time. */
+static inline bool sampler_event_counts(enum sampler_event ev)
+{
+	return ev >= SAMPLER_EVENT_PAGE_FAULTS;
+}
 
 /*
  * Reading more of a task at sample time, for state that is gone by the
@@ -62,6 +74,7 @@ struct sampler_opts {
 	const pid_t *tids;      /* or these tasks (attach: every thread that exists) */
 	size_t nr_tids;         /* 0: use pid */
 	unsigned freq;          /* samples per second of CPU time */
+	uint64_t period;        /* counting events: a sample every PERIOD events; 0 for clock events */
 	enum sampler_event event;
 	enum sampler_callgraph callgraph;
 	unsigned stack_size;    /* bytes of user stack per sample (DWARF); multiple of 8 */
@@ -74,7 +87,7 @@ struct sampler_opts {
 				   the hook's business from the start), not only once EAGER says so */
 };
 
-/* Parses "cpu-clock"...; returns 0 or -EINVAL. */
+/* Parses "cpu-clock", "page-faults" (alias "faults"), "cs"...; returns 0 or -EINVAL. */
 int sampler_event_parse(const char *name, enum sampler_event *ev);
 const char *sampler_event_name(enum sampler_event ev);
 

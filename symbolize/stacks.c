@@ -184,7 +184,8 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	for (uint32_t i = nk; i-- > 0;)
 		node = intern_node(ss, node, ss_intern_frame(ss, MOD_KERNEL, i ? chain[i] - 1 : chain[i]));
 	profile_add_sample(ss->prof, r->time > ss->opts.start_ns ? r->time - ss->opts.start_ns : 0,
-			   t, node, ss->opts.weight_ns,
+			   t, node, !ss->opts.weight_is_period ? ss->opts.weight_ns :
+			   r->sample.period > UINT32_MAX ? UINT32_MAX : (uint32_t)r->sample.period,
 			   r->sample.state == SAMPLER_STATE_RUNNING ? PROFILE_STATE_ON_CPU :
 			   r->sample.state == SAMPLER_STATE_WAITING ? PROFILE_STATE_OFF_CPU :
 			   PROFILE_STATE_UNKNOWN);

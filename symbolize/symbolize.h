@@ -36,6 +36,7 @@ const struct sampler_hook *sym_python_hook(struct sym_python *py);
 struct sym_opts {
 	uint64_t start_ns;      /* CLOCK_MONOTONIC origin of sample times */
 	uint32_t weight_ns;     /* time one sample stands for (1 s at most) */
+	bool weight_is_period;  /* counting events: a sample stands for its period, in events */
 	const char *spill_dir;  /* where samples past SPILL_CHUNK go (profile_spill_start); NULL: memory */
 	size_t spill_chunk;
 	struct sym_python *python;      /* NULL: native stacks only */

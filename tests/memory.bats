@@ -147,3 +147,111 @@ json.dump(p, open(sys.argv[2], "w"))' m.data bad.data
 	[ "$status" -eq 1 ]
 	one_error_line
 }
+
+# ---- counting events ----
+
+# fshare F: percent of the folded stacks' events (on stdin) with frame F on the stack (F,
+# or a Python function's FILE:LINE(F))
+fshare() {
+	awk -v f="$1" '{ n = $NF; tot += n; k = split($0, fr, ";"); for (i = 1; i <= k; i++) { sub(/ [0-9]+$/, "", fr[i]); if (fr[i] == f || substr(fr[i], length(fr[i]) - length(f) - 1) == "(" f ")") { hit += n; break } } }
+		END { printf "%.1f\n", tot ? 100 * hit / tot : 0 }'
+}
+
+@test "page-faults: 60 and 20 MiB first-touched are 75/25 of the faults, counted in events, not seconds" {
+	record_to pf.data -e page-faults -- "$WORKLOADS/memtouch" 60 20 0.2 >out.txt
+	run --separate-stderr "$PROFTOOL" report --format folded pf.data
+	[ "$status" -eq 0 ]
+	near "$(fshare touch_a <<<"$output")" 75 5
+	near "$(fshare touch_b <<<"$output")" 25 5
+	# the header names the event and the period; the table counts events
+	run --separate-stderr "$PROFTOOL" report --sort tottime pf.data
+	[[ "$output" == *"event page-faults,"* ]]
+	grep -qE '^Lost samples: .*; a sample every 100 page-faults \([0-9]+ in all\)$' <<<"$output"
+	grep -qE '^ +nsamples totevents +tot% cumevents +cum%  filename:lineno\(function\)$' <<<"$output"
+	# touch_a's faults: its samples times the period, about 60 MiB of 4 KiB pages
+	row=$(grep -E '\(touch_a\)$' <<<"$output")
+	n=$(awk '{ split($1, s, "/"); print s[2] }' <<<"$row")
+	[ "$(awk '{ print $4 }' <<<"$row")" -eq $((n * 100)) ]
+	near "$n" 154 8
+	# -c sets the period (ten times the samples, lost ones counted); faults is perf's short name
+	record_to pf1.data -e faults -c 10 -- "$WORKLOADS/memtouch" 60 20 0.2 >/dev/null
+	run --separate-stderr "$PROFTOOL" report pf1.data
+	grep -qE 'a sample every 10 page-faults' <<<"$output"
+	all=$(pjson pf1.data 'p["meta"]["lost"] + len(p["samples"]["thread"])')
+	near "$all" 2100 250
+}
+
+@test "page-faults: every format counts events: tree, callers, flame graph, json, pprof, speedscope" {
+	record_to pf.data -e page-faults -- "$WORKLOADS/memtouch" 60 20 0.2 >/dev/null
+	"$PROFTOOL" report --format tree pf.data | grep -qE '^ +[0-9.]+% +[0-9.]+% +[0-9]+ +[0-9]+ +[0-9]+ +.*\(touch_a\)$'
+	"$PROFTOOL" report --format callers --match touch_a pf.data | grep -qF '(samples with both on the stack, page-faults)'
+	"$PROFTOOL" report --format callers --match touch_a pf.data | grep -qE 'samples, [0-9]+ page-faults cumulative\)$'
+	"$PROFTOOL" report --format svg -o pf.svg pf.data
+	grep -qE 'total [0-9]+ page-faults, self [0-9]+ page-faults' pf.svg
+	"$PROFTOOL" report --format json pf.data | python3 -c 'import json, sys
+r = json.load(sys.stdin)
+assert r["meta"]["unit"] == "page-faults" and r["meta"]["seconds"] is None and r["meta"]["events"] == 100 * r["meta"]["samples"], r["meta"]
+f = {x["name"]: x for x in r["functions"]}
+a = f["touch_a"]
+assert a["self_seconds"] is None and a["self_events"] == 100 * a["self_samples"], a'
+	"$PROFTOOL" report --format pprof -o pf.pb.gz pf.data
+	gzip -dc pf.pb.gz | grep -qaF page-faults
+	"$PROFTOOL" report --format speedscope pf.data | python3 -c 'import json, sys
+d = json.load(sys.stdin)
+(p,) = d["profiles"]
+assert p["unit"] == "none" and p["endValue"] == sum(p["weights"]) and set(p["weights"]) == {100}, p["unit"]'
+}
+
+@test "page-faults: copy on write in forked Python workers shows under the function that reads the list" {
+	[ -x "$PYTHON3" ] || skip_or_fail "no $PYTHON3 (Debian 12's python3 package)"
+	record_to cow.data -e page-faults -- "$PYTHON3" "$BATS_TEST_DIRNAME/workloads/py/cow.py" 3 2
+	# the workers, ordered by faults: the one that read the whole list first
+	run --separate-stderr "$PROFTOOL" report --format groups --group-by process cow.data
+	[ "$status" -eq 0 ]
+	awk '/^ +[0-9]+\/[0-9]+ / { print $2 }' <<<"$output" >events.txt
+	[ "$(wc -l <events.txt)" -eq 4 ]
+	sort -rn -c events.txt
+	# in each worker (every process but the first, the parent), the faults are read_all's
+	run --separate-stderr "$PROFTOOL" report --per-process --format folded cow.data
+	parent=$(head -1 <<<"$output" | sed 's/;.*//')
+	for w in $(sed 's/;.*//' <<<"$output" | sort -u | grep -vxF "$parent" | sed 's/.*(pid \([0-9]*\)).*/\1/'); do
+		near "$("$PROFTOOL" report --pid "$w" --format folded cow.data | fshare read_all)" 100 10
+	done
+	# and the parent's are building the list
+	p=$(sed 's/.*(pid \([0-9]*\)).*/\1/' <<<"$parent")
+	at_least "$("$PROFTOOL" report --pid "$p" --format folded cow.data | fshare build)" 50
+}
+
+@test "context-switches: a ping-pong of two threads over pipes switches in both, under their own functions" {
+	record_to cs.data -e cs -c 10 -- "$WORKLOADS/pingpong" 20000
+	run --separate-stderr "$PROFTOOL" report --format folded cs.data
+	[ "$status" -eq 0 ]
+	ping=$(fshare ping_side <<<"$output")
+	pong=$(fshare pong_side <<<"$output")
+	at_least "$(awk -v a="$ping" -v b="$pong" 'BEGIN { print a + b }')" 95
+	at_least "$ping" 10
+	at_least "$pong" 10
+	"$PROFTOOL" report cs.data | grep -qE 'event context-switches,.*|a sample every 10 context-switches'
+}
+
+@test "counting events: the ptrace backend and wall mode refuse them in one line; -c and -F where they belong" {
+	for opt in "--backend ptrace" "--mode wall"; do
+		# shellcheck disable=SC2086 # two words on purpose
+		run --separate-stderr "$PROFTOOL" record -e page-faults $opt -o x.data -- true
+		[ "$status" -eq 2 ]
+		one_error_line
+		[[ "$stderr" == *"cannot count events"* ]]
+	done
+	run --separate-stderr "$PROFTOOL" record -c 100 -o x.data -- true
+	[ "$status" -eq 2 ]
+	one_error_line
+	[[ "$stderr" == *"-c N goes with the counting events"* ]]
+	run --separate-stderr "$PROFTOOL" record -e minor-faults -F 99 -o x.data -- true
+	[ "$status" -eq 2 ]
+	one_error_line
+	run --separate-stderr "$PROFTOOL" record -e major-faults -o x.data -- true
+	[ "$status" -eq 0 ]
+	run --separate-stderr "$PROFTOOL" record -e no-such-event -o x.data -- true
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"page-faults, minor-faults, major-faults, context-switches"* ]]
+}
