@@ -196,6 +196,12 @@ bool profile_func_is_root(const char *name)
 	return false;
 }
 
+bool profile_func_is_unnamed_jit(const struct profile_func *f)
+{
+	return f->module && !strcmp(f->module, PROFILE_JIT_MODULE) && f->name &&
+	       !strncmp(f->name, PROFILE_JIT_UNNAMED, strlen(PROFILE_JIT_UNNAMED));
+}
+
 /*
  * Counts in the meta saturate at INT64_MAX, the largest a JSON integer in
  * the file holds: a sum beyond it (duplicate entries in a hostile file,

@@ -333,6 +333,16 @@ int profile_iter_free(struct profile_iter *it);
  */
 bool profile_func_is_root(const char *name);
 
+/*
+ * JIT code (executable memory with no file) is in module "[jit]": named
+ * from the process's perf map, or, where nobody named it, one function per
+ * mapping, "[jit] anon 0xSTART-0xEND" ("[jit] memfd:NAME 0x...-0x..."),
+ * which profile_func_is_unnamed_jit recognises.
+ */
+#define PROFILE_JIT_MODULE "[jit]"
+#define PROFILE_JIT_UNNAMED "[jit] "
+bool profile_func_is_unnamed_jit(const struct profile_func *f);
+
 /* Counts the processes and threads that have at least one sample. */
 void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threads);
 

@@ -291,6 +291,18 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 		  m->callgraph);
 	if (!s.stops_exact)
 		put_recording_stops(out, p, &s);
+	/*
+	 * The time of unnamed JIT code is its mappings'; say how to have it
+	 * named. oneDNN reads its variable once, when the process starts, so
+	 * attach can only tell.
+	 */
+	if (s.jit_unnamed)
+		fprintf(out, "JIT code: %" PRIu64 " sample%s (%.1f%%) in %zu mapping%s of JIT code nobody "
+			"named; a JIT names its code in /tmp/perf-PID.map when asked: ONEDNN_JIT_PROFILE=2 "
+			"in the environment the process starts with (oneDNN; record sets it), "
+			"node --perf-basic-prof, python3 -X perf\n", s.jit_unnamed,
+			s.jit_unnamed == 1 ? "" : "s", kept ? 100.0 * s.jit_unnamed / kept : 0.0,
+			s.jit_mappings, s.jit_mappings == 1 ? "" : "s");
 	put_pythons(out, m, s.filtered);
 	if (p->recorded || (o->frames == REPORT_FRAMES_ALL && report_has_python_frames(p)))
 		put_frames(out, o->frames);

@@ -59,6 +59,8 @@ struct proc {
 struct rawframe {
 	uint32_t module;
 	uint64_t off;
+	/* a module with no file (JIT code): the mapping OFF was first seen in, else 0 */
+	uint64_t map_start, map_end;
 };
 
 struct rawnode {

@@ -27,6 +27,7 @@ uint32_t ss_intern_frame(struct sym_session *ss, uint32_t module, uint64_t off)
 	id = ss->nr_frames++;
 	ss->frames[id].module = module;
 	ss->frames[id].off = off;
+	ss->frames[id].map_start = ss->frames[id].map_end = 0;
 	idx_insert(&ss->frame_idx, h, id);
 	return id;
 }
@@ -54,8 +55,16 @@ static uint32_t user_frame(struct sym_session *ss, const struct aspace *as, uint
 
 	if (!m)
 		return ss_intern_frame(ss, MOD_UNKNOWN, 0);
-	if (!ss->mods[m->module].is_file)
-		return ss_intern_frame(ss, m->module, addr);
+	if (!ss->mods[m->module].is_file) {
+		/* JIT code: named by its address, or else by its mapping, at finish */
+		uint32_t id = ss_intern_frame(ss, m->module, addr);
+
+		if (!ss->frames[id].map_end) {
+			ss->frames[id].map_start = m->start;
+			ss->frames[id].map_end = m->end;
+		}
+		return id;
+	}
 	return ss_intern_frame(ss, m->module, addr - m->start + m->pgoff);
 }
 
