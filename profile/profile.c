@@ -418,6 +418,7 @@ void profile_merge(struct profile *dst, const struct profile *src)
 					src->meta.stops[i].count);
 	merge_pythons(dst, &src->meta);
 	dst->meta.lost += src->meta.lost;
+	dst->meta.scanned += src->meta.scanned;
 	dst->meta.duration_ns += src->meta.duration_ns;
 	/* a rate is only meaningful while every file has one frequency and a CPU time */
 	if (dst->meta.freq != src->meta.freq)

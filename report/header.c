@@ -287,6 +287,12 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 	}
 	fprintf(out, "Stacks unwound to their root: %" PRIu64 " of %" PRIu64 " (%.1f%%)\n",
 		s.complete, kept, kept ? 100.0 * s.complete / kept : 0.0);
+	/* frames found by scanning are guesses, however well checked: say how many stacks have one */
+	if (m->scanned)
+		fprintf(out, "Stack scanning: %s%" PRIu64 " of %" PRIu64 " stacks (%.1f%%) have callers found "
+			"by scanning the stack above code without usable CFI (JIT code, assembly)\n",
+			s.filtered ? "whole recording: " : "", m->scanned, s.samples_total,
+			s.samples_total ? 100.0 * m->scanned / s.samples_total : 0.0);
 	put_stops(out, "Unwinding stopped early:", s.stops, s.nr_stops, s.not_entry, s.unexplained,
 		  m->callgraph);
 	if (!s.stops_exact)

@@ -346,6 +346,8 @@ static struct profile *take(struct sym_session *ss, bool last,
 		profile_add_unwind_stop(p, stop_reasons[ss->frames[f].off >> 32],
 					mod < ss->nr_mods ? ss->mods[mod].name : NULL, stop_count[f]);
 	}
+	p->meta.scanned += ss->scanned;
+	ss->scanned = 0;
 	add_python_stats(ss, p);
 	profile_sort_samples(p);
 

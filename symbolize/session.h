@@ -135,6 +135,7 @@ struct sym_session {
 	size_t nr_py_stats, alloc_py_stats;
 	struct ss_py_run *py_runs;      /* scratch for merging */
 	uint32_t *py_evals;
+	uint64_t scanned;               /* samples of this take with frames found by scanning */
 	uint64_t py_mismatched;         /* stacks whose eval loops and Python runs differed in number */
 };
 

@@ -124,7 +124,7 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	struct proc *pr = ss_proc_of_thread(ss, t);
 	uint32_t node = PROFILE_NONE, nr_user = 0;
 	enum sym_stop stop = SYM_STOP_NONE;
-	uint32_t stop_module = UINT32_MAX;
+	uint32_t stop_module = UINT32_MAX, scanned = 0;
 	const uint64_t *user;
 	const uint32_t *frames;
 	size_t nr_frames;
@@ -136,7 +136,7 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 		struct code_arg ca = { ss, pr };
 
 		nr_user = sym_unwind(code_at, &ca, r->sample.regs, r->sample.stack,
-				     r->sample.stack_size, ss->pcs, &stop, &stop_module);
+				     r->sample.stack_size, ss->pcs, &stop, &stop_module, &scanned);
 		user = ss->pcs;
 	} else {
 		/* frame pointers: callers are return addresses, so look up the call (addr - 1) */
@@ -192,6 +192,7 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	/* kernel frames, outermost first; callers are return addresses too */
 	for (uint32_t i = nk; i-- > 0;)
 		node = intern_node(ss, node, ss_intern_frame(ss, MOD_KERNEL, i ? chain[i] - 1 : chain[i]));
+	ss->scanned += scanned > 0;
 	profile_add_sample(ss->prof, r->time > ss->opts.start_ns ? r->time - ss->opts.start_ns : 0,
 			   t, node, ss->opts.weight_ns,
 			   r->sample.state == SAMPLER_STATE_RUNNING ? PROFILE_STATE_ON_CPU :

@@ -109,3 +109,57 @@ jit_leaves() {
 	at_least "$(awk '{ n = $NF; t += n; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
 		if (f[k] ~ /^_?jit_/) a += n } END { printf "%.1f\n", 100 * a / t }' <<<"$output")" 5
 }
+
+# ---- callers of code without usable CFI: found by scanning the stack ----
+
+# exact_stacks FOLDED LEAF CALLER: every stack of the folded report FOLDED with LEAF innermost
+# (the kernel's frames aside) is _start ... main;CALLER;LEAF, and so are >= 95 % of LEAF's
+# samples, and every stack of cfi_loop is main;run_cfi;cfi_loop: a scan invents no frame and
+# loses none
+exact_stacks() {
+	local want="_start;__libc_start_main;__libc_start_call_main;main;$3;$2"
+	awk -v leaf="$2" -v want="$want" '{
+		n = $NF; sub(/ [0-9]+$/, ""); gsub(/;\[kernel\] [^;]*/, "")
+		k = split($0, f, ";")
+		if (f[k] == leaf) { t += n; if ($0 == want) ok += n; else bad[$0] += n }
+		if (f[k] == "cfi_loop" && $0 !~ /;main;run_cfi;cfi_loop$/) wrong[$0] += n
+	} END {
+		for (s in bad) print "other stack of " leaf ": " s " (" bad[s] ")" > "/dev/stderr"
+		for (s in wrong) { print "wrong stack of cfi_loop: " s > "/dev/stderr"; exit 1 }
+		if (!t || ok < 0.95 * t) exit 1
+		# a stack that is not the whole one may only be cut short, never a different one
+		for (s in bad) if (index(want, s) != length(want) - length(s) + 1) exit 1
+	}' "$1"
+}
+
+@test "the callers of assembly without CFI, with a red-zone CFA and of JIT code are found, both backends" {
+	for backend in perf ptrace; do
+		for wl in "$WORKLOADS" "$WORKLOADS_NOFP"; do
+			for mode in leaf:run_leaf:nocfi_loop redzone:run_redzone:redzone_loop jit:run_jit:jit; do
+				IFS=: read -r m caller leaf <<<"$mode"
+				record_to s.data --backend "$backend" -- "$wl/nocfi" "$m" 0.3
+				run --separate-stderr "$PROFTOOL" report --format folded s.data
+				[ "$status" -eq 0 ]
+				echo "$output" >s.folded
+				[ "$leaf" != jit ] || leaf=$(jit_leaves <s.folded)
+				exact_stacks s.folded "$leaf" "$caller" ||
+					{ echo "$backend $wl $m"; sort -k2 -nr s.folded | head; false; }
+				near "$(self_share "$leaf" <s.folded)" 50 5
+				near "$(self_share cfi_loop <s.folded)" 50 5
+				# the header counts the stacks scanning completed
+				run --separate-stderr "$PROFTOOL" report s.data
+				[[ "$output" =~ Stack\ scanning:\ ([0-9]+)\ of\ ([0-9]+)\ stacks ]]
+				near "$((100 * BASH_REMATCH[1] / BASH_REMATCH[2]))" 50 6
+				at_least "$(pjson s.data 'p["meta"]["unwind_scanned"]')" 1
+			done
+		done
+	done
+}
+
+@test "a stack with CFI all the way is not scanned" {
+	record_to c.data -- "$WORKLOADS_NOFP/split" 0.2
+	run --separate-stderr "$PROFTOOL" report c.data
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"Stack scanning:"* ]]
+	[ "$(pjson c.data '"unwind_scanned" in p["meta"]')" = False ]
+}
