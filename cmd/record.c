@@ -127,6 +127,15 @@ int record_command(struct sampling_opts *o, char **command, const struct samplin
 		free(cmdline);
 		return EXIT_FAIL;
 	}
+	/*
+	 * oneDNN names its JIT kernels in a perf map when asked (it reads the
+	 * variable once, at its first kernel; DNNL_JIT_PROFILE is its old
+	 * name); a value the user chose stays, and so do its maps.
+	 */
+	if (!getenv("ONEDNN_JIT_PROFILE") && !getenv("DNNL_JIT_PROFILE")) {
+		setenv("ONEDNN_JIT_PROFILE", "2", 1);
+		r.jit_maps = true;
+	}
 	sampling_signals(&waitmask);
 	ret = sampler_spawn(&child, command);
 	if (ret < 0) {

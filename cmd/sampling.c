@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -461,6 +462,55 @@ int sampling_snapshot(struct sampling_run *r, char *path, size_t n)
 	return ret;
 }
 
+/*
+ * Whether the perf map at PATH is one oneDNN wrote: every entry names one
+ * of its generators, whose names all begin jit_ or _jit_ (libdnnl 2.6 has
+ * 225 of them, and no other). A map with anything else in it (node's
+ * LazyCompile:, CPython's py::) was asked for by the user and stays.
+ */
+static bool onednn_map(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL;
+	size_t cap = 0;
+	bool ours = f != NULL, any = false;
+
+	while (ours && getline(&line, &cap, f) > 0) {
+		unsigned long long start, size;
+		int at = 0;
+
+		any = true;
+		if (sscanf(line, "%llx %llx %n", &start, &size, &at) != 2 || !at ||
+		    (strncmp(line + at, "jit_", 4) && strncmp(line + at, "_jit_", 5)))
+			ours = false;
+	}
+	free(line);
+	if (f)
+		fclose(f);
+	return ours && any;
+}
+
+/*
+ * Removes the perf maps that record's ONEDNN_JIT_PROFILE=2 made, once the
+ * profile has read them: /tmp/perf-PID.map of a process of the recording,
+ * ours, written since the recording began (a second's slack for the file
+ * system's coarse clock), and oneDNN's alone. Anything else stays.
+ */
+static void remove_jit_maps(const struct profile *p, uint64_t since_ns)
+{
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		char path[64];
+		struct stat st;
+
+		snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)p->procs[i].pid);
+		if (lstat(path, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+		    (uint64_t)st.st_mtim.tv_sec * 1000000000ull + (uint64_t)st.st_mtim.tv_nsec + 1000000000ull <
+		    since_ns || !onednn_map(path))
+			continue;
+		unlink(path);
+	}
+}
+
 int sampling_finish(struct sampling_run *r)
 {
 	const struct sampling_opts *o = r->o;
@@ -478,6 +528,8 @@ int sampling_finish(struct sampling_run *r)
 	if (r->tty)
 		fputs("\r\033[K", stderr);
 	p = build(r, r->end_ns, true, &st);
+	if (r->jit_maps)
+		remove_jit_maps(p, r->start_real_ns);
 	if (r->tty)
 		fputs("\r\033[K", stderr);
 	if (r->view && r->view->end) {

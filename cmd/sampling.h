@@ -120,6 +120,7 @@ struct sampling_run {
 	struct regions_run regions; /* the caller prepares it; sampling_finish joins and releases it */
 	struct live live;        /* pauses and snapshots (live_start) */
 	const struct sampling_view *view; /* NULL: none */
+	bool jit_maps;           /* record set ONEDNN_JIT_PROFILE: the oneDNN perf maps are its own */
 };
 
 /* record and attach, whole (cmd/record.c, cmd/attach.c); VIEW may be NULL. */

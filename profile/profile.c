@@ -198,6 +198,12 @@ bool profile_func_is_root(const char *name)
 	return false;
 }
 
+bool profile_func_is_unnamed_jit(const struct profile_func *f)
+{
+	return f->module && !strcmp(f->module, PROFILE_JIT_MODULE) && f->name &&
+	       !strncmp(f->name, PROFILE_JIT_UNNAMED, strlen(PROFILE_JIT_UNNAMED));
+}
+
 /*
  * Counts in the meta saturate at INT64_MAX, the largest a JSON integer in
  * the file holds: a sum beyond it (duplicate entries in a hostile file,
@@ -439,6 +445,7 @@ void profile_merge(struct profile *dst, const struct profile *src)
 					src->meta.stops[i].count);
 	merge_pythons(dst, &src->meta);
 	dst->meta.lost += src->meta.lost;
+	dst->meta.scanned += src->meta.scanned;
 	dst->meta.duration_ns += src->meta.duration_ns;
 	/* a rate is only meaningful while every file has one frequency and a CPU time */
 	if (dst->meta.freq != src->meta.freq)

@@ -189,6 +189,7 @@ struct profile_meta {
 	uint64_t start_real_ns; /* wall-clock start, ns since the epoch */
 	uint64_t duration_ns;
 	uint64_t lost;       /* samples the kernel or sampler dropped */
+	uint64_t scanned;    /* samples with callers found by stack scanning (code without usable CFI) */
 	uint64_t cpu_time_ns;/* CPU time of the targets as the event counted it; 0 unknown */
 	int32_t exit_status; /* record's exit status, -1 when none */
 	struct profile_unwind_stop *stops; /* unique by (reason, module) */
@@ -346,6 +347,16 @@ int profile_iter_free(struct profile_iter *it);
  * unwound completely.
  */
 bool profile_func_is_root(const char *name);
+
+/*
+ * JIT code (executable memory with no file) is in module "[jit]": named
+ * from the process's perf map, or, where nobody named it, one function per
+ * mapping, "[jit] anon 0xSTART-0xEND" ("[jit] memfd:NAME 0x...-0x..."),
+ * which profile_func_is_unnamed_jit recognises.
+ */
+#define PROFILE_JIT_MODULE "[jit]"
+#define PROFILE_JIT_UNNAMED "[jit] "
+bool profile_func_is_unnamed_jit(const struct profile_func *f);
 
 /* Counts the processes and threads that have at least one sample. */
 void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threads);

@@ -318,10 +318,28 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 	}
 	fprintf(out, "Stacks unwound to their root: %" PRIu64 " of %" PRIu64 " (%.1f%%)\n",
 		s.complete, kept, kept ? 100.0 * s.complete / kept : 0.0);
+	/* frames found by scanning are guesses, however well checked: say how many stacks have one */
+	if (m->scanned)
+		fprintf(out, "Stack scanning: %s%" PRIu64 " of %" PRIu64 " stacks (%.1f%%) have callers found "
+			"by scanning the stack above code without usable CFI (JIT code, assembly)\n",
+			s.filtered ? "whole recording: " : "", m->scanned, s.samples_total,
+			s.samples_total ? 100.0 * m->scanned / s.samples_total : 0.0);
 	put_stops(out, "Unwinding stopped early:", s.stops, s.nr_stops, s.not_entry, s.unexplained,
 		  m->callgraph);
 	if (!s.stops_exact)
 		put_recording_stops(out, p, &s);
+	/*
+	 * The time of unnamed JIT code is its mappings'; say how to have it
+	 * named. oneDNN reads its variable once, when the process starts, so
+	 * attach can only tell.
+	 */
+	if (s.jit_unnamed)
+		fprintf(out, "JIT code: %" PRIu64 " sample%s (%.1f%%) in %zu mapping%s of JIT code nobody "
+			"named; a JIT names its code in /tmp/perf-PID.map when asked: ONEDNN_JIT_PROFILE=2 "
+			"in the environment the process starts with (oneDNN; record sets it), "
+			"node --perf-basic-prof, python3 -X perf\n", s.jit_unnamed,
+			s.jit_unnamed == 1 ? "" : "s", kept ? 100.0 * s.jit_unnamed / kept : 0.0,
+			s.jit_mappings, s.jit_mappings == 1 ? "" : "s");
 	put_pythons(out, m, s.filtered);
 	if (p->recorded || (o->frames == REPORT_FRAMES_ALL && report_has_python_frames(p)))
 		put_frames(out, o->frames);

@@ -287,6 +287,8 @@ struct report_summary {
 	uint64_t not_entry;             /* ... at a frame that is not a thread's entry, no reason given */
 	uint64_t unexplained;           /* ... for a reason given only for the whole recording */
 	bool stops_exact;               /* no REPORT_STOP_CUT in stops, and unexplained is 0 */
+	uint64_t jit_unnamed;           /* kept samples whose innermost frame is JIT code nobody named */
+	size_t jit_mappings;            /* the distinct mappings of that code */
 };
 
 /* Fills S for the samples KEEP accepts, F being the filter that chose them. */

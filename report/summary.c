@@ -108,6 +108,7 @@ void report_summarize(struct report_summary *s, const struct profile *p,
 	uint8_t *end = xcalloc(rec->nr_stacks + 1, 1);
 	bool *seen_p = xcalloc(p->nr_procs + 1, 1), *seen_t = xcalloc(p->nr_threads + 1, 1);
 	bool *kept_p = xcalloc(p->nr_procs + 1, 1), *kept_t = xcalloc(p->nr_threads + 1, 1);
+	bool *jit = xcalloc(rec->nr_funcs + 1, 1);
 	uint64_t truncated = 0, early = 0, early_total = 0;
 	uint64_t first = UINT64_MAX, last = 0;
 
@@ -136,6 +137,15 @@ void report_summarize(struct report_summary *s, const struct profile *p,
 		s->threads += !kept_t[t];
 		s->procs += !kept_p[pr];
 		kept_t[t] = kept_p[pr] = true;
+		if (st != PROFILE_NONE) {
+			uint32_t fn = rec->locs[rec->stacks[st].loc].func;
+
+			if (profile_func_is_unnamed_jit(&rec->funcs[fn])) {
+				s->jit_unnamed++;
+				s->jit_mappings += !jit[fn];
+				jit[fn] = true;
+			}
+		}
 		first = sm->time_ns < first ? sm->time_ns : first;
 		last = sm->time_ns > last ? sm->time_ns : last;
 	}
@@ -166,6 +176,7 @@ void report_summarize(struct report_summary *s, const struct profile *p,
 	} else {
 		kept_stops(s, p, truncated, early, early_total);
 	}
+	free(jit);
 	free(end);
 	free(seen_p);
 	free(seen_t);

@@ -59,7 +59,32 @@ struct sym_cfi {
 	struct rule *rules;
 	size_t nr_rules, alloc_rules;
 	struct idx rule_idx;    /* addr -> rules index */
+	const uint8_t *image;   /* the file's bytes (elf_rawfile), for reading code */
+	size_t image_size;
+	uint64_t plt[4][2];     /* link-time [start, end) of .plt, .plt.sec, .plt.got */
+	size_t nr_plt;
 };
+
+/* The ranges of the PLT sections: a call there goes on to another function. */
+static void find_plts(struct sym_cfi *c)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(c->elf, &shstrndx) != 0)
+		return;
+	while ((scn = elf_nextscn(c->elf, scn)) && c->nr_plt < ARRAY_SIZE(c->plt)) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (gelf_getshdr(scn, &sh) && (n = elf_strptr(c->elf, shstrndx, sh.sh_name)) &&
+		    (!strcmp(n, ".plt") || !strcmp(n, ".plt.sec") || !strcmp(n, ".plt.got"))) {
+			c->plt[c->nr_plt][0] = sh.sh_addr;
+			c->plt[c->nr_plt][1] = sh.sh_addr + sh.sh_size;
+			c->nr_plt++;
+		}
+	}
+}
 
 static bool has_section(Elf *elf, const char *name)
 {
@@ -95,6 +120,8 @@ struct sym_cfi *sym_cfi_open(int fd)
 		return NULL;
 	}
 	c->elf = elf;
+	c->image = (const uint8_t *)elf_rawfile(elf, &c->image_size);
+	find_plts(c);
 	c->eh = dwarf_getcfi_elf(elf);
 	/*
 	 * .debug_frame of the file itself, where there is one, as libdwfl
@@ -127,6 +154,29 @@ void sym_cfi_free(struct sym_cfi *c)
 bool sym_cfi_bias(const struct sym_cfi *c, uint64_t start, uint64_t pgoff, uint64_t *bias)
 {
 	return sym_load_bias(c->loads, c->nr_loads, start, pgoff, bias);
+}
+
+bool sym_cfi_read_code(const struct sym_cfi *c, uint64_t vaddr, uint8_t *buf, size_t n)
+{
+	for (size_t i = 0; c->image && i < c->nr_loads; i++) {
+		const GElf_Phdr *ph = &c->loads[i];
+
+		if (vaddr >= ph->p_vaddr && vaddr - ph->p_vaddr <= ph->p_filesz &&
+		    ph->p_filesz - (vaddr - ph->p_vaddr) >= n &&
+		    ph->p_offset + (vaddr - ph->p_vaddr) + n <= c->image_size) {
+			memcpy(buf, c->image + ph->p_offset + (vaddr - ph->p_vaddr), n);
+			return true;
+		}
+	}
+	return false;
+}
+
+bool sym_cfi_in_plt(const struct sym_cfi *c, uint64_t vaddr)
+{
+	for (size_t i = 0; i < c->nr_plt; i++)
+		if (vaddr >= c->plt[i][0] && vaddr < c->plt[i][1])
+			return true;
+	return false;
 }
 
 /* ---- compiling rules ---- */

@@ -90,9 +90,20 @@ static size_t resolve_frame(struct profile *p, const struct module *m, struct sy
 		const char *name = sym_perfmap_find(jit, rf->off, &start);
 
 		if (name) {
-			locs[0] = profile_add_loc(p, profile_add_func(p, name, "[jit]", NULL, 0), 0);
+			locs[0] = profile_add_loc(p, profile_add_func(p, name, PROFILE_JIT_MODULE, NULL, 0), 0);
 			return 1;
 		}
+	}
+	/*
+	 * JIT code nobody named: one row per mapping, not per address (a
+	 * kernel's samples would spread over hundreds of rows otherwise).
+	 */
+	if (rf->module >= MOD_FIRST_REAL && !m->is_file && rf->map_end &&
+	    (!strcmp(m->name, "[anon]") || !strncmp(m->name, "memfd:", 6))) {
+		snprintf(buf, sizeof(buf), PROFILE_JIT_UNNAMED "%s 0x%" PRIx64 "-0x%" PRIx64,
+			 !strcmp(m->name, "[anon]") ? "anon" : m->name, rf->map_start, rf->map_end);
+		locs[0] = profile_add_loc(p, profile_add_func(p, buf, PROFILE_JIT_MODULE, NULL, 0), 0);
+		return 1;
 	}
 	if (rf->module < MOD_FIRST_REAL) {
 		locs[0] = profile_add_loc(p, profile_add_func(p, m->name, m->name, NULL, 0), 0);
@@ -335,6 +346,8 @@ static struct profile *take(struct sym_session *ss, bool last,
 		profile_add_unwind_stop(p, stop_reasons[ss->frames[f].off >> 32],
 					mod < ss->nr_mods ? ss->mods[mod].name : NULL, stop_count[f]);
 	}
+	p->meta.scanned += ss->scanned;
+	ss->scanned = 0;
 	add_python_stats(ss, p);
 	profile_sort_samples(p);
 

@@ -140,6 +140,14 @@ void sym_cfi_free(struct sym_cfi *c);
 /* The load bias of this file mapped at START from file offset PGOFF (see sym_elf_bias). */
 bool sym_cfi_bias(const struct sym_cfi *c, uint64_t start, uint64_t pgoff, uint64_t *bias);
 
+/*
+ * Copies N bytes of the file's code at link-time address VADDR into BUF;
+ * false when they are not all in the file's loaded segments.
+ */
+bool sym_cfi_read_code(const struct sym_cfi *c, uint64_t vaddr, uint8_t *buf, size_t n);
+/* Whether link-time address VADDR is in the file's PLT (.plt, .plt.sec, .plt.got). */
+bool sym_cfi_in_plt(const struct sym_cfi *c, uint64_t vaddr);
+
 enum sym_cfi_step {
 	SYM_CFI_OK,             /* REGS are now the caller's */
 	SYM_CFI_END,            /* the frame has no caller: the thread's first function */
@@ -200,9 +208,18 @@ typedef void sym_code_fn(void *arg, uint64_t pc, struct sym_code *out);
  * leaf first with lookup addresses (a caller's return address minus one)
  * and returns their number (SYM_MAX_FRAMES at most); *STOP says why the
  * walk ended and, for no CFI or unreadable memory, *STOP_MODULE the module
- * id of the last frame (UINT32_MAX otherwise). Reads nothing but the copy.
+ * id of the last frame (UINT32_MAX otherwise). Reads nothing but the copy
+ * (and the files' code). Where the innermost frame has no CFI, or any
+ * frame a CFA that needs memory outside the copy, its return address
+ * is found by scanning the copy upwards from its stack pointer for a value
+ * just after a call instruction in a file with CFI, whose callers then
+ * unwind consistently (each return address after a call that can have led
+ * to its callee) to a thread's first frame or the end of the copy; the
+ * frame pointer is the fallback. *SCANNED says how many frames were found
+ * so (0: a stack of CFI and frame pointers alone).
  */
 int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, const uint8_t *stack,
-	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module);
+	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
+	       uint32_t *scanned);
 
 #endif

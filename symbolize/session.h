@@ -60,6 +60,8 @@ struct proc {
 struct rawframe {
 	uint32_t module;
 	uint64_t off;
+	/* a module with no file (JIT code): the mapping OFF was first seen in, else 0 */
+	uint64_t map_start, map_end;
 };
 
 struct rawnode {
@@ -135,6 +137,7 @@ struct sym_session {
 	size_t nr_py_stats, alloc_py_stats;
 	struct ss_py_run *py_runs;      /* scratch for merging */
 	uint32_t *py_evals;
+	uint64_t scanned;               /* samples of this take with frames found by scanning */
 	uint64_t py_mismatched;         /* stacks whose eval loops and Python runs differed in number */
 };
 

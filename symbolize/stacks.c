@@ -27,6 +27,7 @@ uint32_t ss_intern_frame(struct sym_session *ss, uint32_t module, uint64_t off)
 	id = ss->nr_frames++;
 	ss->frames[id].module = module;
 	ss->frames[id].off = off;
+	ss->frames[id].map_start = ss->frames[id].map_end = 0;
 	idx_insert(&ss->frame_idx, h, id);
 	return id;
 }
@@ -54,8 +55,16 @@ static uint32_t user_frame(struct sym_session *ss, const struct aspace *as, uint
 
 	if (!m)
 		return ss_intern_frame(ss, MOD_UNKNOWN, 0);
-	if (!ss->mods[m->module].is_file)
-		return ss_intern_frame(ss, m->module, addr);
+	if (!ss->mods[m->module].is_file) {
+		/* JIT code: named by its address, or else by its mapping, at finish */
+		uint32_t id = ss_intern_frame(ss, m->module, addr);
+
+		if (!ss->frames[id].map_end) {
+			ss->frames[id].map_start = m->start;
+			ss->frames[id].map_end = m->end;
+		}
+		return id;
+	}
 	return ss_intern_frame(ss, m->module, addr - m->start + m->pgoff);
 }
 
@@ -115,7 +124,7 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	struct proc *pr = ss_proc_of_thread(ss, t);
 	uint32_t node = PROFILE_NONE, nr_user = 0;
 	enum sym_stop stop = SYM_STOP_NONE;
-	uint32_t stop_module = UINT32_MAX;
+	uint32_t stop_module = UINT32_MAX, scanned = 0;
 	const uint64_t *user;
 	const uint32_t *frames;
 	size_t nr_frames;
@@ -127,7 +136,7 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 		struct code_arg ca = { ss, pr };
 
 		nr_user = sym_unwind(code_at, &ca, r->sample.regs, r->sample.stack,
-				     r->sample.stack_size, ss->pcs, &stop, &stop_module);
+				     r->sample.stack_size, ss->pcs, &stop, &stop_module, &scanned);
 		user = ss->pcs;
 	} else {
 		/* frame pointers: callers are return addresses, so look up the call (addr - 1) */
@@ -183,6 +192,7 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	/* kernel frames, outermost first; callers are return addresses too */
 	for (uint32_t i = nk; i-- > 0;)
 		node = intern_node(ss, node, ss_intern_frame(ss, MOD_KERNEL, i ? chain[i] - 1 : chain[i]));
+	ss->scanned += scanned > 0;
 	profile_add_sample(ss->prof, r->time > ss->opts.start_ns ? r->time - ss->opts.start_ns : 0,
 			   t, node, !ss->opts.weight_is_period ? ss->opts.weight_ns :
 			   r->sample.period > UINT32_MAX ? UINT32_MAX : (uint32_t)r->sample.period,

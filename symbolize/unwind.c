@@ -69,60 +69,255 @@ static bool frame_pointer_step(struct sym_regs *regs, struct copy *c)
 	return true;
 }
 
+/*
+ * Stack scanning (Breakpad's last resort): where a frame has no usable CFI
+ * (JIT code, assembly without unwind tables, a CFA kept below the stack
+ * pointer, as OpenSSL's SHA-256 AVX2 code keeps it in the red zone), its
+ * return address is looked for in the copy, upwards from its stack
+ * pointer. Bounds: the bytes looked at, the candidates whose callers are
+ * walked, and the scans in one stack.
+ */
+#define SCAN_BYTES 16384
+#define SCAN_TRIES 8
+#define SCAN_MAX 4
+/* How far past a direct call's target the callee's pc may be (its function, or a sibling it jumps to). */
+#define CALL_REACH (256u << 10)
+
+struct walk {
+	sym_code_fn *code;
+	void *code_arg;
+	struct copy *c;
+	uint64_t *pcs;
+	int n;                  /* frames in pcs */
+	int scans, tries;       /* left */
+	uint32_t scanned;       /* frames found by scanning */
+	uint32_t last_module;   /* of the last frame: its ELF file, if any */
+	bool failed;            /* the walk ended at a frame it could not unwind */
+	bool bad_call;          /* a return address did not follow a call to its callee */
+};
+
+/*
+ * Whether the bytes before return address RA (in CD's file) are a call:
+ * e8 rel32 (then *DIRECT and *TARGET, a runtime address) or ff /2, an
+ * indirect call, in each of its lengths.
+ */
+static bool call_before(const struct sym_code *cd, uint64_t ra, bool *direct, uint64_t *target)
+{
+	uint8_t b[8];
+	uint64_t at = ra - cd->bias;
+
+	if (!cd->cfi || at < sizeof(b) || !sym_cfi_read_code(cd->cfi, at - sizeof(b), b, sizeof(b)))
+		return false;
+	*direct = b[3] == 0xe8;
+	if (*direct) {
+		int32_t rel;
+
+		memcpy(&rel, b + 4, 4);
+		*target = ra + (int64_t)rel;
+		return true;
+	}
+	/* ff, then a ModRM byte whose reg field is 2, and the bytes its mod and rm imply */
+	for (int len = 2; len <= 7; len++) {
+		uint8_t modrm = b[8 - len + 1];
+		int mod = modrm >> 6, rm = modrm & 7, want;
+
+		if (b[8 - len] != 0xff || ((modrm >> 3) & 7) != 2)
+			continue;
+		want = mod == 3 ? 2 : mod == 1 ? 3 : mod == 2 ? 6 : rm == 5 ? 6 : 2;
+		if (mod != 3 && rm == 4)
+			want++;         /* a SIB byte */
+		if (want == len)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether a direct call to TARGET can have led to code at CALLEE (a
+ * runtime address, CALLEE_CD its file): the callee's file, at or after
+ * the target, or through a PLT entry of the caller's file (CALLER_CD).
+ */
+static bool call_reaches(struct walk *w, const struct sym_code *caller_cd, uint64_t target,
+			 uint64_t callee, const struct sym_code *callee_cd)
+{
+	struct sym_code tcd;
+
+	if (caller_cd->cfi && sym_cfi_in_plt(caller_cd->cfi, target - caller_cd->bias))
+		return true;
+	w->code(w->code_arg, target, &tcd);
+	return callee_cd->module != UINT32_MAX && tcd.module == callee_cd->module &&
+	       target <= callee && callee - target < CALL_REACH;
+}
+
+static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd);
+
+/*
+ * Unwinds from REGS, appending frames to W. VERIFY (after a scan): every
+ * return address must follow a call that can have led to its callee, or
+ * the walk is no continuation of the scan's. Returns whether the walk
+ * ended well: at a thread's first frame, the end of the copy or the
+ * depth limit, possibly through scans of its own.
+ */
+static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_signal, bool verify)
+{
+	uint64_t callee = 0;
+	struct sym_code callee_cd = { NULL, 0, UINT32_MAX };
+
+	for (;;) {
+		uint64_t pc = regs.r[SYM_REG_RA];
+		/* a return address belongs to the call before it; the first and interrupted frames do not */
+		uint64_t lookup = initial || after_signal ? pc : pc - 1;
+		enum sym_cfi_step step = SYM_CFI_NONE;
+		struct sym_regs before = regs;
+		struct sym_code cd;
+		bool signal = false, direct, past = w->c->read_past_copy;
+		uint64_t target;
+
+		if (w->n >= SYM_MAX_FRAMES)
+			return true;
+		w->code(w->code_arg, lookup, &cd);
+		if (verify && callee && !after_signal &&
+		    (!call_before(&cd, pc, &direct, &target) ||
+		     (direct && !call_reaches(w, &cd, target, callee, &callee_cd)))) {
+			w->bad_call = true;
+			return false;
+		}
+		w->last_module = cd.module;
+		w->c->read_failed = false;
+		if (cd.cfi)
+			step = sym_cfi_step(cd.cfi, lookup - cd.bias, &regs, read_copy, w->c, &signal);
+		/* a signal trampoline's own address is not a return address either */
+		w->pcs[w->n++] = initial || after_signal || signal || !pc ? pc : pc - 1;
+		/*
+		 * No CFI: the frame pointer first, where it leads to a return
+		 * address after a call that can have led here (code that keeps
+		 * rbp, as CPython's perf trampolines do; a scan would find stale
+		 * return addresses of finished calls below their live one).
+		 */
+		if (step == SYM_CFI_NONE && (regs = before, frame_pointer_step(&regs, w->c))) {
+			struct sym_code rcd;
+			uint64_t ra = regs.r[SYM_REG_RA];
+
+			w->code(w->code_arg, ra - 1, &rcd);
+			if (call_before(&rcd, ra, &direct, &target) &&
+			    (!direct || call_reaches(w, &rcd, target, pc, &cd)))
+				step = SYM_CFI_OK;
+			else
+				regs = before;
+		}
+		/*
+		 * No CFI in the innermost frame, or CFI that needs memory outside
+		 * the copy (not beyond it: that is a deeper stack than was
+		 * copied): look for the return address, then fall back on the
+		 * frame pointer. XXX: a frame without CFI reached by unwinding
+		 * is not scanned: above CPython 3.12's perf trampolines (whose
+		 * rbp the unwound registers did not give back) a scan accepted
+		 * stale frames of a finished fflush that unwound consistently
+		 * through indirect calls; a check that the scanned callers'
+		 * frames are live (a frame-pointer chain, or the call sites'
+		 * targets) would let it scan there too.
+		 */
+		if (((step == SYM_CFI_NONE && (initial || after_signal)) ||
+		     (step == SYM_CFI_READ && w->c->read_failed && w->c->read_past_copy == past)) &&
+		    (before.valid & 1u << REG_RSP) && w->scans > 0 && scan(w, &before, pc, &cd))
+			return true;
+		if (step == SYM_CFI_NONE) {
+			regs = before;
+			step = frame_pointer_step(&regs, w->c) ? SYM_CFI_OK : SYM_CFI_READ;
+		}
+		if (step == SYM_CFI_END)
+			return true;
+		if (step != SYM_CFI_OK) {
+			w->failed = true;
+			return w->c->read_past_copy;
+		}
+		callee = pc;
+		callee_cd = cd;
+		initial = false;
+		after_signal = signal;
+	}
+}
+
+/*
+ * Looks upwards from AT's stack pointer for the return address of the
+ * frame at PC (in CD's code): a value just after a call, in a file with
+ * CFI, whose callers unwind well from there. The first such wins; the
+ * frames it adds are W's.
+ */
+static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd)
+{
+	uint64_t sp = at->r[REG_RSP], end = w->c->sp + w->c->size;
+	uint64_t slot = sp > w->c->sp ? sp : w->c->sp;
+
+	w->scans--;
+	slot = (slot + 7) & ~7ull;
+	for (; slot + 8 <= end && slot - sp < SCAN_BYTES && w->tries > 0; slot += 8) {
+		struct sym_code rcd;
+		struct sym_regs regs = { { 0 }, 0 };
+		struct copy saved = *w->c;
+		uint64_t ra, target;
+		int n = w->n;
+		uint32_t scanned = w->scanned;
+		bool direct;
+
+		if (!read_copy(w->c, slot, &ra) || ra < 16)
+			continue;
+		w->code(w->code_arg, ra - 1, &rcd);
+		if (!rcd.cfi || !call_before(&rcd, ra, &direct, &target) ||
+		    (direct && !call_reaches(w, &rcd, target, pc, cd)))
+			continue;
+		w->tries--;
+		regs.r[REG_RSP] = slot + 8;
+		regs.r[SYM_REG_RA] = ra;
+		regs.valid = 1u << REG_RSP | 1u << SYM_REG_RA;
+		/* a frame pointer above the slot may be the caller's still (code that keeps rbp) */
+		if ((at->valid & 1u << REG_RBP) && at->r[REG_RBP] > slot && at->r[REG_RBP] < end) {
+			regs.r[REG_RBP] = at->r[REG_RBP];
+			regs.valid |= 1u << REG_RBP;
+		}
+		w->scanned++;
+		w->failed = w->bad_call = false;
+		w->c->read_past_copy = w->c->read_failed = false;
+		if (walk(w, regs, false, false, true))
+			return true;
+		/* not this one: what the walk added goes */
+		w->n = n;
+		w->scanned = scanned;
+		*w->c = saved;
+	}
+	w->failed = w->bad_call = false;
+	return false;
+}
+
 int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, const uint8_t *stack,
-	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module)
+	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
+	       uint32_t *scanned)
 {
 	struct copy c = { stack, perf_regs[PERF_POS_SP], size, false, false };
+	struct walk w = { code, code_arg, &c, pcs, 0, SCAN_MAX, SCAN_TRIES, 0, UINT32_MAX, false, false };
 	struct sym_regs regs;
-	bool initial = true, after_signal = false, failed = false;
-	uint32_t last_module = UINT32_MAX; /* of the last frame: its ELF file, if any */
-	int n = 0;
+	bool ended;
 
 	*stop = SYM_STOP_NONE;
 	*stop_module = UINT32_MAX;
 	for (int i = 0; i < SYM_NREGS; i++)
 		regs.r[i] = perf_regs[dwarf_from_perf[i]];
 	regs.valid = (1u << SYM_NREGS) - 1;
-	for (;;) {
-		uint64_t pc = regs.r[SYM_REG_RA];
-		/* a return address belongs to the call before it; the first and interrupted frames do not */
-		uint64_t lookup = initial || after_signal ? pc : pc - 1;
-		enum sym_cfi_step step = SYM_CFI_NONE;
-		struct sym_code cd;
-		bool signal = false;
-
-		if (n >= SYM_MAX_FRAMES) {
-			*stop = SYM_STOP_DEPTH;
-			return n;
-		}
-		code(code_arg, lookup, &cd);
-		last_module = cd.module;
-		if (cd.cfi)
-			step = sym_cfi_step(cd.cfi, lookup - cd.bias, &regs, read_copy, &c, &signal);
-		/* a signal trampoline's own address is not a return address either */
-		pcs[n++] = initial || after_signal || signal || !pc ? pc : pc - 1;
-		if (step == SYM_CFI_NONE)
-			step = frame_pointer_step(&regs, &c) ? SYM_CFI_OK : SYM_CFI_READ;
-		if (step == SYM_CFI_END)
-			break;
-		if (step != SYM_CFI_OK) {
-			failed = true;
-			break;
-		}
-		initial = false;
-		after_signal = signal;
-	}
-	if (c.read_past_copy) {
+	ended = walk(&w, regs, true, false, false);
+	*scanned = w.scanned;
+	if (w.n >= SYM_MAX_FRAMES) {
+		*stop = SYM_STOP_DEPTH;
+	} else if (c.read_past_copy) {
 		/* the walk may end quietly when the caller's frame is beyond the copy */
 		*stop = SYM_STOP_STACK_COPY;
-	} else if (failed) {
-		if (last_module == UINT32_MAX)
+	} else if (!ended || w.failed) {
+		if (w.last_module == UINT32_MAX)
 			*stop = SYM_STOP_NO_MAPPING;
 		else if (c.read_failed)
 			*stop = SYM_STOP_MEMORY;
 		else
 			*stop = SYM_STOP_NO_CFI;
-		*stop_module = last_module;
+		*stop_module = w.last_module;
 	}
-	return n;
+	return w.n;
 }

@@ -237,12 +237,14 @@ start_long_record() {
 
 # Code that moves: a second mapping of the program's own text is symbolized by file offset
 # like the first (aliased_work, its stack whole); anonymous code has no symbols and no CFI,
-# so it shows as [anon]+0xADDRESS, one row per sampled address, with no callers under -g
-# dwarf (the walk stops at it, counted as 'unreadable memory' in [anon]).
+# so it shows as JIT code nobody named, '[jit] anon 0xSTART-0xEND', one row per mapping
+# (never per sampled address).
 @test "code unmapped and mapped again elsewhere: no crash, samples where the code was" {
 	run --separate-stderr "$PROFTOOL" record -q -o remap.data -- "$WORKLOADS_NOFP/remap" 20
 	[ "$status" -eq 0 ] || { echo "$stderr"; false; }
 	[[ "$output" =~ text\ alias\ at\ 20\ addresses ]]
+	[[ "$output" =~ anonymous\ code\ at\ ([0-9]+)\ addresses ]]
+	maps=${BASH_REMATCH[1]}
 	run --separate-stderr "$PROFTOOL" report --format folded remap.data
 	[ "$status" -eq 0 ]
 	echo "$output" >remap.folded
@@ -252,8 +254,12 @@ start_long_record() {
 	near "$aliased" "$direct" 8
 	at_least "$(ancestor_share aliased_work main <remap.folded)" 95
 	anon=$(awk '{ n = $NF; t += n; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
-		if (f[k] ~ /^\[anon\]\+0x/) a += n } END { printf "%.1f\n", 100 * a / t }' remap.folded)
+		if (f[k] ~ /^\[jit\] anon 0x[0-9a-f]+-0x[0-9a-f]+$/) a += n } END { printf "%.1f\n", 100 * a / t }' remap.folded)
 	at_least "$anon" 10
+	rows=$(awk '{ sub(/ [0-9]+$/, ""); k = split($0, f, ";"); if (f[k] ~ /^\[jit\] /) print f[k] }' \
+		remap.folded | sort -u | wc -l)
+	[ "$rows" -ge 1 ] && [ "$rows" -le "$maps" ]
+	run ! grep -q '\[anon\]' remap.folded
 	run ! grep -q '^\[unknown\] ' remap.folded
 }
 

@@ -1,0 +1,165 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Code without unwind information: JIT code (named from perf maps, else one row per
+# mapping) and assembly without usable CFI (tests/workloads/nocfi.c). Each of nocfi's modes
+# runs the same loop half the time through run_cfi -> cfi_loop (with CFI) and half through
+# the mode's way.
+
+load helpers
+
+: "${WORKLOADS_NOFP:?run the suites through 'make check'}"
+
+teardown() {
+	[ -n "${target:-}" ] && kill -KILL "$target" 2>/dev/null || true
+	[ -z "${mapfile:-}" ] || rm -f "$mapfile"
+	return 0
+}
+
+# pid_of PROFILE: the pid of the profile's (only) process
+pid_of() {
+	pjson "$1" 'p["processes"][0]["pid"]'
+}
+
+# jit_leaves: the distinct innermost frames of the folded stacks on stdin that are JIT code
+# nobody named
+jit_leaves() {
+	awk '{ sub(/ [0-9]+$/, ""); k = split($0, f, ";"); if (f[k] ~ /^\[jit\] /) print f[k] }' | sort -u
+}
+
+@test "JIT code nobody named is one row per mapping, and the header says how to name it" {
+	for wl in "$WORKLOADS" "$WORKLOADS_NOFP"; do
+		record_to j.data -- "$wl/nocfi" jit 0.5
+		run --separate-stderr "$PROFTOOL" report --format folded j.data
+		[ "$status" -eq 0 ]
+		echo "$output" >j.folded
+		# one mapping, one name: [jit] anon 0xSTART-0xEND
+		run jit_leaves <j.folded
+		[ "${#lines[@]}" -eq 1 ] || { echo "$output"; false; }
+		[[ "${lines[0]}" =~ ^\[jit\]\ anon\ 0x[0-9a-f]+-0x[0-9a-f]+$ ]]
+		leaf=${lines[0]}
+		near "$(self_share "$leaf" <j.folded)" 50 5
+		near "$(self_share cfi_loop <j.folded)" 50 5
+		run ! grep -q '\[anon\]' j.folded
+		run --separate-stderr "$PROFTOOL" report --limit 0 j.data
+		[ "$status" -eq 0 ]
+		grep -qF "%) in 1 mapping of JIT code nobody named; a JIT names its code in /tmp/perf-PID.map when asked: ONEDNN_JIT_PROFILE=2 in the environment the process starts with (oneDNN; record sets it), node --perf-basic-prof, python3 -X perf" <<<"$output"
+		grep -qF "  $leaf" <<<"$output"
+	done
+}
+
+@test "attach: the header says that JIT code was unnamed and how to name it" {
+	"$WORKLOADS_NOFP/nocfi" jit 20 >/dev/null 2>&1 &
+	target=$!
+	burn_ticks "$target" 10
+	run --separate-stderr "$PROFTOOL" attach -q --duration 1 -o a.data "$target"
+	[ "$status" -eq 0 ]
+	run --separate-stderr "$PROFTOOL" report a.data
+	[ "$status" -eq 0 ]
+	[[ "$output" == *$'\n'"JIT code: "*" samples ("*"%) in 1 mapping of JIT code nobody named; a JIT names its code in /tmp/perf-PID.map when asked: ONEDNN_JIT_PROFILE=2 in the environment the process starts with"* ]]
+}
+
+@test "record sets ONEDNN_JIT_PROFILE=2, names the code from the map it causes and removes that map" {
+	record_to o.data -- "$WORKLOADS_NOFP/nocfi" jitonednn 0.5
+	mapfile=/tmp/perf-$(pid_of o.data).map
+	[ ! -e "$mapfile" ]
+	run --separate-stderr "$PROFTOOL" report --format folded o.data
+	[ "$status" -eq 0 ]
+	near "$(self_share jit_fixture_kernel <<<"$output")" 50 5
+	run --separate-stderr "$PROFTOOL" report o.data
+	[[ "$output" == *"[jit](jit_fixture_kernel)"* ]]
+	[[ "$output" != *"JIT code: "* ]]
+}
+
+@test "a value of ONEDNN_JIT_PROFILE the user chose stays, and so does the map it causes" {
+	ONEDNN_JIT_PROFILE=0 record_to z.data -- "$WORKLOADS_NOFP/nocfi" jitonednn 0.2
+	mapfile=/tmp/perf-$(pid_of z.data).map
+	[ ! -e "$mapfile" ]
+	[ "$("$PROFTOOL" report --format folded z.data | jit_leaves | wc -l)" -eq 1 ]
+	ONEDNN_JIT_PROFILE=2 record_to u.data -- "$WORKLOADS_NOFP/nocfi" jitonednn 0.2
+	mapfile=/tmp/perf-$(pid_of u.data).map
+	[ -s "$mapfile" ]
+	run --separate-stderr "$PROFTOOL" report --format folded u.data
+	near "$(self_share jit_fixture_kernel <<<"$output")" 50 8
+}
+
+@test "a perf map the program writes of its own accord stays" {
+	record_to m.data -- "$WORKLOADS_NOFP/nocfi" jitmap 0.2
+	mapfile=/tmp/perf-$(pid_of m.data).map
+	[ -s "$mapfile" ]
+	grep -q ' jitted_loop$' "$mapfile"
+	run --separate-stderr "$PROFTOOL" report --format folded m.data
+	near "$(self_share jitted_loop <<<"$output")" 50 8
+}
+
+# oneDNN itself (libdnnl2 2.6): its kernels are named from the map record has it write
+@test "oneDNN's JIT kernels are named, and its map removed" {
+	[ -x "$WORKLOADS/dnnlprims" ] ||
+		skip "$WORKLOADS/dnnlprims was not built (make builds it where libdnnl-dev is installed)"
+	record_to d.data -- "$WORKLOADS/dnnlprims" 40000
+	mapfile=/tmp/perf-$(pid_of d.data).map
+	[ ! -e "$mapfile" ]
+	run --separate-stderr "$PROFTOOL" report --format folded d.data
+	[ "$status" -eq 0 ]
+	# every JIT leaf named: oneDNN's generators are all jit_* (measured: 100 %; the kernels
+	# are 10.7 % of the samples)
+	named=$(awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
+		if (f[k] ~ /^_?jit_/) a += n; if (f[k] ~ /^\[jit\] /) u += n }
+		END { printf "%.1f\n", a + u ? 100 * a / (a + u) : 0 }' <<<"$output")
+	at_least "$named" 90
+	at_least "$(awk '{ n = $NF; t += n; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
+		if (f[k] ~ /^_?jit_/) a += n } END { printf "%.1f\n", 100 * a / t }' <<<"$output")" 5
+}
+
+# ---- callers of code without usable CFI: found by scanning the stack ----
+
+# exact_stacks FOLDED LEAF CALLER: every stack of the folded report FOLDED with LEAF innermost
+# (the kernel's frames aside) is _start ... main;CALLER;LEAF, and so are >= 95 % of LEAF's
+# samples, and every stack of cfi_loop is main;run_cfi;cfi_loop: a scan invents no frame and
+# loses none
+exact_stacks() {
+	local want="_start;__libc_start_main;__libc_start_call_main;main;$3;$2"
+	awk -v leaf="$2" -v want="$want" '{
+		n = $NF; sub(/ [0-9]+$/, ""); gsub(/;\[kernel\] [^;]*/, "")
+		k = split($0, f, ";")
+		if (f[k] == leaf) { t += n; if ($0 == want) ok += n; else bad[$0] += n }
+		if (f[k] == "cfi_loop" && $0 !~ /;main;run_cfi;cfi_loop$/) wrong[$0] += n
+	} END {
+		for (s in bad) print "other stack of " leaf ": " s " (" bad[s] ")" > "/dev/stderr"
+		for (s in wrong) { print "wrong stack of cfi_loop: " s > "/dev/stderr"; exit 1 }
+		if (!t || ok < 0.95 * t) exit 1
+		# a stack that is not the whole one may only be cut short, never a different one
+		for (s in bad) if (index(want, s) != length(want) - length(s) + 1) exit 1
+	}' "$1"
+}
+
+@test "the callers of assembly without CFI, with a red-zone CFA and of JIT code are found, both backends" {
+	for backend in perf ptrace; do
+		for wl in "$WORKLOADS" "$WORKLOADS_NOFP"; do
+			for mode in leaf:run_leaf:nocfi_loop redzone:run_redzone:redzone_loop jit:run_jit:jit; do
+				IFS=: read -r m caller leaf <<<"$mode"
+				record_to s.data --backend "$backend" -- "$wl/nocfi" "$m" 0.3
+				run --separate-stderr "$PROFTOOL" report --format folded s.data
+				[ "$status" -eq 0 ]
+				echo "$output" >s.folded
+				[ "$leaf" != jit ] || leaf=$(jit_leaves <s.folded)
+				exact_stacks s.folded "$leaf" "$caller" ||
+					{ echo "$backend $wl $m"; sort -k2 -nr s.folded | head; false; }
+				near "$(self_share "$leaf" <s.folded)" 50 5
+				near "$(self_share cfi_loop <s.folded)" 50 5
+				# the header counts the stacks scanning completed
+				run --separate-stderr "$PROFTOOL" report s.data
+				[[ "$output" =~ Stack\ scanning:\ ([0-9]+)\ of\ ([0-9]+)\ stacks ]]
+				near "$((100 * BASH_REMATCH[1] / BASH_REMATCH[2]))" 50 6
+				at_least "$(pjson s.data 'p["meta"]["unwind_scanned"]')" 1
+			done
+		done
+	done
+}
+
+@test "a stack with CFI all the way is not scanned" {
+	record_to c.data -- "$WORKLOADS_NOFP/split" 0.2
+	run --separate-stderr "$PROFTOOL" report c.data
+	[ "$status" -eq 0 ]
+	[[ "$output" != *"Stack scanning:"* ]]
+	[ "$(pjson c.data '"unwind_scanned" in p["meta"]')" = False ]
+}
