@@ -5,14 +5,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/uio.h>
 
 #include "base/base.h"
 
-#define PAGE_SIZE_ 4096ull      /* of the cache, not necessarily the kernel's (a divisor of it) */
-#define PAGE_SLOTS 64           /* pages cached per stack read; three quarters are used at most */
 #define SEEN_SLOTS 8192         /* > 2 * PY_MAX_DEPTH: the open-addressing set stays half empty */
-#define READ_IOVECS 256         /* ranges per process_vm_readv (IOV_MAX is 1024) */
 /*
  * Pages fetched below a frame's page when it is not cached: the frames a
  * frame returns to lie below it in the thread's data stack, so one call
@@ -24,7 +20,7 @@
  * walk: those of the thread's last stack (innermost first), which a thread
  * mostly still runs. A stack made only of them is read in one call.
  */
-#define SPEC_CODES 32
+#define SPEC_CODES PY_PAGES_EXTRA
 
 struct thread_entry {
 	int32_t tid;
@@ -58,19 +54,7 @@ struct py_proc {
 	uint64_t seen[SEEN_SLOTS];
 	uint32_t seen_gen[SEEN_SLOTS];
 	uint32_t gen;
-	/*
-	 * Pages of the target read during the current stack read: the
-	 * frames of a stack share a few pages, and one read of a page costs
-	 * about what one read of 80 bytes does. Slots whose gen differs from
-	 * page_gen are empty.
-	 */
-	uint64_t page_addr[PAGE_SLOTS];
-	uint32_t page_gen[PAGE_SLOTS];
-	/* a page below a frame that could not be read: not asked for again in this read */
-	bool page_bad[PAGE_SLOTS];
-	uint32_t page_gen_now;
-	size_t pages_used;
-	uint8_t (*page_data)[PAGE_SIZE_];
+	struct py_pages pages;          /* the target's pages read during the current stack read */
 	uint64_t counts[PY_STACK_NR];
 	/* scratch of one stack read: its frames, and its distinct code objects' headers */
 	struct walked *walked;
@@ -87,215 +71,11 @@ struct py_proc {
 	size_t nr_spec;
 };
 
-int py_read_process(void *arg, const struct py_read *r, size_t n)
-{
-	size_t done = 0;
-
-	while (done < n) {
-		struct iovec local[READ_IOVECS], remote[READ_IOVECS];
-		size_t chunk = n - done < READ_IOVECS ? n - done : READ_IOVECS;
-		ssize_t got;
-
-		for (size_t i = 0; i < chunk; i++) {
-			local[i] = (struct iovec){ r[done + i].buf, r[done + i].len };
-			remote[i] = (struct iovec){ (void *)(uintptr_t)r[done + i].addr, r[done + i].len };
-		}
-		got = process_vm_readv((pid_t)(intptr_t)arg, local, chunk, remote, chunk, 0);
-		if (got < 0)
-			return done ? (int)done : -errno;
-		/* a partial transfer stops in or before the first range that failed */
-		for (size_t i = 0; i < chunk; i++) {
-			if ((size_t)got < r[done].len)
-				return (int)done;
-			got -= (ssize_t)r[done].len;
-			done++;
-		}
-	}
-	return (int)done;
-}
-
-bool py_target_read(const struct py_target *t, uint64_t addr, void *buf, size_t len)
-{
-	struct py_read r = { addr, buf, len };
-
-	return addr && addr < PY_USER_END && addr + len >= addr && t->read(t->read_arg, &r, 1) == 1;
-}
-
-/* ---- reading through the page cache ---- */
-
-static void pages_reset(struct py_proc *p)
-{
-	if (++p->page_gen_now == 0) {
-		memset(p->page_gen, 0, sizeof(p->page_gen));
-		p->page_gen_now = 1;
-	}
-	p->pages_used = 0;
-}
-
-/* The slot holding page PG (*HIT), or the empty slot where it would go; PAGE_SLOTS when full. */
-static size_t page_slot(const struct py_proc *p, uint64_t pg, bool *hit)
-{
-	size_t i = hash_u64(pg) & (PAGE_SLOTS - 1);
-
-	for (size_t k = 0; k < PAGE_SLOTS; k++, i = (i + 1) & (PAGE_SLOTS - 1)) {
-		*hit = p->page_gen[i] == p->page_gen_now;
-		if (!*hit || p->page_addr[i] == pg)
-			return i;
-	}
-	*hit = false;
-	return PAGE_SLOTS;
-}
-
-static bool range_ok(const struct py_read *r)
-{
-	return r->addr && r->addr < PY_USER_END && r->addr + r->len >= r->addr;
-}
-
-/* Copies range R out of cached pages; false when one of them is not cached. */
-static bool copy_cached(const struct py_proc *p, const struct py_read *r)
-{
-	uint64_t a = r->addr, end = r->addr + r->len;
-
-	while (a < end) {
-		uint64_t pg = a & ~(PAGE_SIZE_ - 1), chunk = pg + PAGE_SIZE_ - a;
-		bool hit;
-		size_t slot = page_slot(p, pg, &hit);
-
-		if (!hit || p->page_bad[slot])
-			return false;
-		if (chunk > end - a)
-			chunk = end - a;
-		memcpy((uint8_t *)r->buf + (a - r->addr), p->page_data[slot] + (a - pg), chunk);
-		a += chunk;
-	}
-	return true;
-}
-
-/* Adds page PG to the fetch list F (*NF entries) unless cached, listed, or the cache is full. */
-static void want_page(struct py_proc *p, uint64_t pg, struct py_read *f, size_t *slots, size_t *nf)
-{
-	bool hit, dup = false;
-	size_t slot;
-
-	if (!pg || pg >= PY_USER_END)
-		return;
-	slot = page_slot(p, pg, &hit);
-	for (size_t k = 0; k < *nf; k++)
-		dup |= f[k].addr == pg;
-	if (hit || dup || slot == PAGE_SLOTS || p->pages_used + *nf >= PAGE_SLOTS * 3 / 4)
-		return;
-	/* claimed now, so that the next page of this call probes past it */
-	p->page_gen[slot] = p->page_gen_now;
-	p->page_addr[slot] = pg;
-	p->page_bad[slot] = false;
-	slots[*nf] = slot;
-	f[(*nf)++] = (struct py_read){ pg, p->page_data[slot], PAGE_SIZE_ };
-}
-
-/*
- * Brings the pages of the N ranges R that the cache lacks into it, in one
- * call of the reader, and with them up to BELOW[i] pages under range i's
- * first page (BELOW may be NULL: none). The ranges' own pages come first,
- * so that a page below that cannot be read (the reader stops at the first
- * failure) hides none of them. Ranges longer than a page are left to
- * direct reads.
- */
-static void prefetch_with(struct py_proc *p, const struct py_read *r, size_t n, const unsigned *below,
-			  const struct py_read *extra, size_t nr_extra, bool *extra_ok);
-
-static void prefetch(struct py_proc *p, const struct py_read *r, size_t n, const unsigned *below)
-{
-	prefetch_with(p, r, n, below, NULL, 0, NULL);
-}
-
-/*
- * prefetch(), and in the same call the NR_EXTRA ranges EXTRA read directly
- * (after the ranges' pages, before the pages below); EXTRA_OK[i] says
- * whether range i was read.
- */
-static void prefetch_with(struct py_proc *p, const struct py_read *r, size_t n, const unsigned *below,
-			  const struct py_read *extra, size_t nr_extra, bool *extra_ok)
-{
-	struct py_read fetch[PAGE_SLOTS + SPEC_CODES];
-	size_t slots[PAGE_SLOTS + SPEC_CODES], nf = 0, first_below, all;
-	int got;
-
-	for (size_t i = 0; i < n; i++) {
-		if (!r[i].len || !range_ok(&r[i]) || r[i].len > PAGE_SIZE_)
-			continue;
-		for (uint64_t pg = r[i].addr & ~(PAGE_SIZE_ - 1); pg < r[i].addr + r[i].len; pg += PAGE_SIZE_)
-			want_page(p, pg, fetch, slots, &nf);
-	}
-	first_below = nf;
-	for (size_t i = 0; i < n && below; i++) {
-		uint64_t pg = r[i].addr & ~(PAGE_SIZE_ - 1);
-
-		if (!r[i].len || !range_ok(&r[i]) || r[i].len > PAGE_SIZE_)
-			continue;
-		for (unsigned k = 1; k <= below[i] && pg >= k * PAGE_SIZE_; k++)
-			want_page(p, pg - k * PAGE_SIZE_, fetch, slots, &nf);
-	}
-	if (nr_extra > SPEC_CODES)
-		nr_extra = SPEC_CODES;
-	/* the direct ranges go between the ranges' pages and the pages below */
-	all = nf + nr_extra;
-	memmove(&fetch[first_below + nr_extra], &fetch[first_below], (nf - first_below) * sizeof(*fetch));
-	memmove(&slots[first_below + nr_extra], &slots[first_below], (nf - first_below) * sizeof(*slots));
-	for (size_t i = 0; i < nr_extra; i++) {
-		fetch[first_below + i] = extra[i];
-		slots[first_below + i] = SIZE_MAX;
-		extra_ok[i] = false;
-	}
-	if (!all)
-		return;
-	got = p->t.read(p->t.read_arg, fetch, all);
-	for (size_t k = 0; k < all; k++) {
-		if (slots[k] == SIZE_MAX) {
-			extra_ok[k - first_below] = (int)k < got;
-		} else if ((int)k < got || k >= first_below + nr_extra) {
-			/*
-			 * Read, or a page below that failed or came after one that
-			 * did: below a thread's first frames there is mostly
-			 * nothing mapped, and asking again for each frame would
-			 * fail again (a frame in such a page is read directly)
-			 */
-			p->page_bad[slots[k]] = (int)k >= got;
-			p->pages_used++;
-		} else {
-			p->page_gen[slots[k]] = p->page_gen_now - 1;
-		}
-	}
-}
-
-/*
- * Reads N ranges as a py_read_fn does, through the page cache (the pages
- * missing fetched in one call of the reader, BELOW more under each range);
- * ranges the cache has no room for are read directly.
- */
-static int paged_read_below(struct py_proc *p, const struct py_read *r, size_t n, unsigned below)
-{
-	unsigned b[2] = { below, below };
-
-	prefetch(p, r, n < 2 ? n : 2, b);
-	for (size_t i = 0; i < n; i++) {
-		if (!range_ok(&r[i]))
-			return (int)i;
-		if (!copy_cached(p, &r[i]) && !py_target_read(&p->t, r[i].addr, r[i].buf, r[i].len))
-			return (int)i;
-	}
-	return (int)n;
-}
-
-static int paged_read(struct py_proc *p, const struct py_read *r, size_t n)
-{
-	return paged_read_below(p, r, n, 0);
-}
-
 static bool rd(struct py_proc *p, uint64_t addr, void *buf, size_t len)
 {
 	struct py_read r = { addr, buf, len };
 
-	return paged_read(p, &r, 1) == 1;
+	return py_pages_read(&p->pages, &p->t, &r, 1, 0) == 1;
 }
 
 static uint64_t u64_at(const uint8_t *b, uint32_t off)
@@ -334,7 +114,7 @@ struct py_proc *py_proc_new(const struct py_proc_opts *o, char *err, size_t errl
 		return NULL;
 	}
 	p->codes = py_codes_new();
-	p->page_data = xmalloc(st_mult(PAGE_SLOTS, PAGE_SIZE_));
+	py_pages_init(&p->pages);
 	return p;
 }
 
@@ -343,7 +123,7 @@ void py_proc_free(struct py_proc *p)
 	if (!p)
 		return;
 	py_codes_free(p->codes);
-	free(p->page_data);
+	py_pages_release(&p->pages);
 	free(p->walked);
 	free(p->code_addr);
 	free(p->code_order);
@@ -606,7 +386,7 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 			*status = PY_STACK_COMPLETE;
 			return n;
 		}
-		if (paged_read_below(p, &r, 1, FRAME_PAGES_BELOW) != 1) {
+		if (py_pages_read(&p->pages, &p->t, &r, 1, FRAME_PAGES_BELOW) != 1) {
 			*status = PY_STACK_UNREADABLE;
 			return n;
 		}
@@ -734,7 +514,7 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 		*status = PY_STACK_UNSUPPORTED;
 		return 0;
 	}
-	pages_reset(p);
+	py_pages_reset(&p->pages);
 	py_codes_begin_read(p->codes);
 	/* where the thread was last time, in one call: mostly where it is now */
 	t = thread_cached(p, tid);
@@ -753,7 +533,7 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 			codes[i] = (struct py_read){ t->last_codes[i], p->spec_hdr[i], p->t.hdr_code };
 		}
 		p->nr_spec = t->nr_last_codes;
-		prefetch_with(p, r, 3, below, codes, p->nr_spec, p->spec_ok);
+		py_pages_prefetch(&p->pages, &p->t, r, 3, below, codes, p->nr_spec, p->spec_ok);
 	}
 	*status = find_tstate(p, tid, ts, &tstate);
 	if (*status == PY_STACK_COMPLETE)
@@ -761,8 +541,8 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 	if (*status == PY_STACK_COMPLETE && frame) {
 		if (!py_ptr_ok(frame))
 			*status = PY_STACK_TORN;
-		else if (paged_read_below(p, &(struct py_read){ frame, buf[0], p->t.hdr_frame }, 1,
-					  FRAME_PAGES_BELOW) != 1)
+		else if (py_pages_read(&p->pages, &p->t, &(struct py_read){ frame, buf[0], p->t.hdr_frame }, 1,
+				       FRAME_PAGES_BELOW) != 1)
 			*status = PY_STACK_UNREADABLE;
 		else
 			n = walk(p, frame, buf, out, max, status);

@@ -272,6 +272,46 @@ int py_layout_init(struct py_target *t, uint64_t runtime, uint32_t *version, cha
 /* Reads LEN bytes at ADDR whole; false when ADDR is 0, beyond user space or unreadable. */
 bool py_target_read(const struct py_target *t, uint64_t addr, void *buf, size_t len);
 
+/*
+ * The target's pages read during one stack read (pyread.c): the frames of
+ * a stack share a few pages, and one read of a page costs about what one
+ * read of 80 bytes does. Slots whose gen differs from gen_now are empty.
+ */
+#define PY_PAGE_SIZE 4096ull    /* of the cache, not necessarily the kernel's (a divisor of it) */
+#define PY_PAGE_SLOTS 64        /* pages cached per stack read; three quarters are used at most */
+#define PY_PAGES_EXTRA 32       /* ranges read directly beside the pages, in one call */
+struct py_pages {
+	uint64_t addr[PY_PAGE_SLOTS];
+	uint32_t gen[PY_PAGE_SLOTS];
+	bool bad[PY_PAGE_SLOTS];        /* a page below a frame that could not be read: not asked again */
+	uint32_t gen_now;
+	size_t used;
+	uint8_t (*data)[PY_PAGE_SIZE];
+};
+void py_pages_init(struct py_pages *p);
+void py_pages_release(struct py_pages *p);
+/* A stack read begins: the cache is empty. */
+void py_pages_reset(struct py_pages *p);
+/*
+ * Brings the pages of the N ranges R that the cache lacks into it, in one
+ * call of T's reader, and with them up to BELOW[i] pages under range i's
+ * first page (BELOW may be NULL: none), and the NR_EXTRA (at most
+ * PY_PAGES_EXTRA) ranges EXTRA read directly, EXTRA_OK[i] saying whether
+ * range i was. The ranges' pages come first, then EXTRA, then the pages
+ * below, so that a page below that cannot be read (the reader stops at
+ * the first failure) hides none of the others; it is not asked for again
+ * in this stack read. Ranges longer than a page are left to direct reads.
+ */
+void py_pages_prefetch(struct py_pages *p, const struct py_target *t, const struct py_read *r, size_t n,
+		       const unsigned *below, const struct py_read *extra, size_t nr_extra, bool *extra_ok);
+/*
+ * Reads N ranges as a py_read_fn does, through the cache (the pages
+ * missing fetched in one call, BELOW more under each of the first two
+ * ranges); ranges the cache has no room for are read directly.
+ */
+int py_pages_read(struct py_pages *p, const struct py_target *t, const struct py_read *r, size_t n,
+		  unsigned below);
+
 #define PY_STR_HDR_MAX 128      /* bytes of a str or bytes object's header, at most */
 
 /* User-space addresses end below 1 << 56 (5-level paging on x86-64). */
