@@ -57,6 +57,18 @@ struct profile_stack {
 	uint32_t depth; /* 1 for an outermost frame; derived, not stored */
 };
 
+/*
+ * A process's place in a distributed job (torchrun, mpirun, srun: one
+ * process per rank), as its environment says when it was started.
+ */
+#define PROFILE_RANK_NONE (-1)
+struct profile_rank {
+	int32_t rank;        /* 0.., PROFILE_RANK_NONE when the process has none */
+	int32_t local_rank;  /* its rank among the job's processes on its host; PROFILE_RANK_NONE */
+	int32_t world_size;  /* ranks in the job, 1..; 0 when unknown */
+};
+#define PROFILE_RANK_INIT { PROFILE_RANK_NONE, PROFILE_RANK_NONE, 0 }
+
 struct profile_process {
 	int32_t pid, ppid;   /* ppid 0 when unknown */
 	char *comm;
