@@ -149,7 +149,16 @@ uint32_t profile_add_process(struct profile *p, int32_t pid, int32_t ppid,
 	pr->ppid = ppid;
 	pr->comm = xstrdup(comm ? comm : "?");
 	pr->cmdline = xstrdup_or_null(cmdline);
+	pr->job = (struct profile_rank)PROFILE_RANK_INIT;
 	return p->nr_procs++;
+}
+
+uint32_t profile_copy_process(struct profile *p, const struct profile_process *pr)
+{
+	uint32_t id = profile_add_process(p, pr->pid, pr->ppid, pr->comm, pr->cmdline);
+
+	p->procs[id].job = pr->job;
+	return id;
 }
 
 uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
@@ -321,7 +330,7 @@ static uint32_t find_process(const struct profile *dst, const struct profile_pro
 		const struct profile_process *d = &dst->procs[i];
 
 		if (d->pid == pr->pid && d->ppid == pr->ppid && str_eq(d->comm, pr->comm) &&
-		    str_eq(d->cmdline, pr->cmdline))
+		    str_eq(d->cmdline, pr->cmdline) && !memcmp(&d->job, &pr->job, sizeof(d->job)))
 			return (uint32_t)i;
 	}
 	return PROFILE_NONE;
@@ -389,7 +398,7 @@ void profile_merge(struct profile *dst, const struct profile *src)
 
 		pmap[i] = same_series ? find_process(dst, pr) : PROFILE_NONE;
 		if (pmap[i] == PROFILE_NONE)
-			pmap[i] = profile_add_process(dst, pr->pid, pr->ppid, pr->comm, pr->cmdline);
+			pmap[i] = profile_copy_process(dst, pr);
 	}
 	for (size_t i = 0; i < src->nr_threads; i++) {
 		const struct profile_thread *t = &src->threads[i];

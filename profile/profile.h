@@ -19,7 +19,7 @@
  *   locations  a function and a source line inside it
  *   stacks     a prefix tree: (parent stack, location), root first;
  *              parent < own index, PROFILE_NONE at the root
- *   processes  pid, parent pid, name, command line
+ *   processes  pid, parent pid, name, command line, rank in a distributed job
  *   threads    tid, the process it belongs to, name
  *   samples    time since the start, thread, leaf stack node
  *
@@ -73,6 +73,7 @@ struct profile_process {
 	int32_t pid, ppid;   /* ppid 0 when unknown */
 	char *comm;
 	char *cmdline;       /* arguments joined by spaces, NULL when unknown */
+	struct profile_rank job; /* from its environment when first seen; PROFILE_RANK_INIT: none */
 };
 
 struct profile_thread {
@@ -252,9 +253,11 @@ uint32_t profile_add_func(struct profile *p, const char *name, const char *modul
 			  const char *file, uint32_t line);
 uint32_t profile_add_loc(struct profile *p, uint32_t func, uint32_t line);
 uint32_t profile_add_stack(struct profile *p, uint32_t parent, uint32_t loc);
-/* Not interned: every call adds an entry. Strings are copied. */
+/* Not interned: every call adds an entry. Strings are copied; a process has no rank until set. */
 uint32_t profile_add_process(struct profile *p, int32_t pid, int32_t ppid,
 			     const char *comm, const char *cmdline);
+/* A copy of PR (of another profile): everything it knows, rank included. */
+uint32_t profile_copy_process(struct profile *p, const struct profile_process *pr);
 uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
 			    const char *comm);
 void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,

@@ -255,6 +255,26 @@ static void read_pythons(struct reader *r, struct profile *p, json_t *meta)
 	}
 }
 
+/* KEY of process O into *V: absent leaves it, else an integer from LO; false otherwise. */
+static bool process_int(json_t *o, const char *key, json_int_t lo, int32_t *v)
+{
+	json_t *j = json_object_get(o, key);
+
+	if (!j)
+		return true;
+	if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > INT32_MAX)
+		return false;
+	*v = (int32_t)json_integer_value(j);
+	return true;
+}
+
+/* The optional rank, local_rank and world_size of process O (added without a version bump). */
+static bool process_rank(json_t *o, struct profile_rank *job)
+{
+	return process_int(o, "rank", 0, &job->rank) && process_int(o, "local_rank", 0, &job->local_rank) &&
+	       process_int(o, "world_size", 1, &job->world_size);
+}
+
 /*
  * Tables are appended directly rather than interned, so that indexes in the
  * file stay valid; the interning indexes are rebuilt alongside.
@@ -312,13 +332,17 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 		json_int_t pid = 0, ppid = 0;
 		const char *comm = NULL;
 		json_t *cmdline = NULL;
+		struct profile_rank job = PROFILE_RANK_INIT;
 
 		if (json_unpack(o, "{s:I, s:I, s:s, s?o}", "pid", &pid, "ppid", &ppid, "comm", &comm,
 				"cmdline", &cmdline) || pid < 0 || pid > INT32_MAX || ppid < 0 ||
-		    ppid > INT32_MAX || (cmdline && !json_is_string(cmdline) && !json_is_null(cmdline)))
+		    ppid > INT32_MAX || (cmdline && !json_is_string(cmdline) && !json_is_null(cmdline)) ||
+		    !process_rank(o, &job)) {
 			reader_bad(r, "process %zu is malformed", i);
-		else
-			profile_add_process(p, pid, ppid, comm, json_string_value(cmdline));
+			break;
+		}
+		profile_add_process(p, pid, ppid, comm, json_string_value(cmdline));
+		p->procs[p->nr_procs - 1].job = job;
 	}
 	n = threads ? json_array_size(threads) : 0;
 	for (size_t i = 0; !r->bad && i < n; i++) {

@@ -132,3 +132,52 @@ samples() {
 	pid=$(pjson "$(cat names.txt)" 'p["processes"][0]["pid"]')
 	[ "$(cat names.txt)" = "top.$host.$pid.data" ]
 }
+
+# ---- ranks in the profile ----
+
+# ranks_of FILE: "RANK LOCAL_RANK WORLD_SIZE CMDLINE" of each process, '-' for what it has not
+ranks_of() {
+	pjson "$1" '"\n".join("%s %s %s %s" % (q.get("rank", "-"), q.get("local_rank", "-"), q.get("world_size", "-"), q["cmdline"]) for q in p["processes"])'
+}
+
+@test "ranks: each worker's rank, local rank and world size come from its environment; the launcher has none" {
+	record_to r.data -- "$WORKLOADS/ranks" 4 3 0.3
+	ranks_of r.data >ranks.txt
+	cat ranks.txt
+	# the workers, whatever incarnations the recorder saw of them
+	for i in 0 1 2 3; do
+		grep -qx "$i $i 4 .*ranks --worker $((i + 1)) 4 0.3" ranks.txt
+	done
+	# the launcher: no rank, not rank 0
+	grep -qx -- "- - - .*ranks 4 3 0.3" ranks.txt
+	[ "$(grep -c -- '^- - - ' ranks.txt)" -ge 1 ]
+}
+
+@test "ranks: Open MPI's variables, and a rank that is not a number is none" {
+	RANKS_VARS=OMPI_COMM_WORLD_RANK,OMPI_COMM_WORLD_LOCAL_RANK,OMPI_COMM_WORLD_SIZE \
+		record_to o.data -- "$WORKLOADS/ranks" 2 0 0.2
+	ranks_of o.data >ranks.txt
+	grep -qx "0 0 2 .*--worker 1 1 0.2" ranks.txt
+	grep -qx "1 1 2 .*--worker 2 1 0.2" ranks.txt
+	# (long enough for the recorder to see the process alive: one gone first has no rank)
+	RANK=abc LOCAL_RANK=x WORLD_SIZE=four record_to abc.data -- "$WORKLOADS/spinners" 1 0.5
+	[ "$(ranks_of abc.data | cut -d' ' -f1-3 | sort -u)" = "- - -" ]
+	[ "$(pjson abc.data 'p["processes"][0]["cmdline"]')" != None ]
+	# the next variable that holds a number counts
+	RANK=abc SLURM_PROCID=2 SLURM_NTASKS=3 record_to slurm.data -- "$WORKLOADS/spinners" 1 0.5
+	[ "$(ranks_of slurm.data | cut -d' ' -f1-3 | sort -u)" = "2 - 3" ]
+}
+
+@test "ranks: attach reads the rank the process was started with" {
+	RANK=6 WORLD_SIZE=7 "$PH" a:go_b >/dev/null 2>&1 &
+	target=$!
+	wait_file in_a
+	"$PROFTOOL" attach -q -o at.data "$target" &
+	rec=$!
+	wait_attached "$rec" "$target"
+	burn_ticks "$target" 10
+	touch go_b
+	wait "$rec"
+	rec=
+	[ "$(ranks_of at.data | cut -d' ' -f1-3)" = "6 - 7" ]
+}

@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +96,7 @@ int main(int argc, char **argv)
 {
 	const char *vars = getenv("RANKS_VARS");
 	pid_t kids[MAX_RANKS];
+	char self[PATH_MAX];
 	int nranks, straggler, ret = 0;
 	double scale = 1.0;
 
@@ -104,6 +106,11 @@ int main(int argc, char **argv)
 	if (argc < 3 || argc > 4) {
 		fprintf(stderr, "usage: %s NRANKS STRAGGLER [SCALE]\n", argv[0]);
 		return 2;
+	}
+	/* the program by its name, so that the workers' comm is "ranks" (not "exe") */
+	if (!realpath("/proc/self/exe", self)) {
+		perror("ranks: /proc/self/exe");
+		return 1;
 	}
 	nranks = (int)parse_count("NRANKS", argv[1], MAX_RANKS);
 	straggler = parse_rank(argv[2], nranks);
@@ -123,7 +130,7 @@ int main(int argc, char **argv)
 			snprintf(r, sizeof(r), "%d", i + 1);
 			snprintf(s, sizeof(s), "%d", straggler + 1);
 			snprintf(sc, sizeof(sc), "%g", scale);
-			execl("/proc/self/exe", argv[0], "--worker", r, s, sc, (char *)NULL);
+			execl(self, argv[0], "--worker", r, s, sc, (char *)NULL);
 			perror("ranks: exec");
 			_exit(127);
 		}
