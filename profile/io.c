@@ -115,6 +115,9 @@ static json_t *build_json(const struct profile *p)
 		json_t *o = jb_new(b, json_pack("{s:i, s:i, s:o, s:o}", "pid", pr->pid, "ppid", pr->ppid,
 						"comm", jb_str(b, pr->comm), "cmdline", jb_str(b, pr->cmdline)));
 
+		/* a host only when it is not the recording's: in a profile made of merged ones */
+		if (o && !(pr->host == p->meta.host || (pr->host && p->meta.host && !strcmp(pr->host, p->meta.host))))
+			jb_set(b, o, "host", jb_str(b, pr->host));
 		/* what is known of its rank only: a process without one has no key */
 		if (o && pr->job.rank >= 0)
 			jb_set(b, o, "rank", jb_int(b, pr->job.rank));

@@ -331,18 +331,23 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 		json_t *o = json_array_get(procs, i);
 		json_int_t pid = 0, ppid = 0;
 		const char *comm = NULL;
-		json_t *cmdline = NULL;
+		json_t *cmdline = NULL, *host = json_object_get(o, "host");
 		struct profile_rank job = PROFILE_RANK_INIT;
+		struct profile_process *pr;
+		uint32_t k;
 
 		if (json_unpack(o, "{s:I, s:I, s:s, s?o}", "pid", &pid, "ppid", &ppid, "comm", &comm,
 				"cmdline", &cmdline) || pid < 0 || pid > INT32_MAX || ppid < 0 ||
 		    ppid > INT32_MAX || (cmdline && !json_is_string(cmdline) && !json_is_null(cmdline)) ||
-		    !process_rank(o, &job)) {
+		    (host && !json_is_string(host) && !json_is_null(host)) || !process_rank(o, &job)) {
 			reader_bad(r, "process %zu is malformed", i);
 			break;
 		}
-		profile_add_process(p, pid, ppid, comm, json_string_value(cmdline));
-		p->procs[p->nr_procs - 1].job = job;
+		k = profile_add_process(p, pid, ppid, comm, json_string_value(cmdline));
+		pr = &p->procs[k];
+		/* without a host of its own (added without a version bump), the recording's */
+		pr->host = xstrdup_or_null(host ? json_string_value(host) : p->meta.host);
+		pr->job = job;
 	}
 	n = threads ? json_array_size(threads) : 0;
 	for (size_t i = 0; !r->bad && i < n; i++) {

@@ -434,6 +434,67 @@ static void ranks_round_trip(void)
 	unlink(path);
 }
 
+/*
+ * Every process has its host: the recording's when read from a file that
+ * names none; merged, processes of two hosts with one pid stay two and
+ * keep their hosts through a write and a read.
+ */
+static void hosts(void)
+{
+	struct profile *a = sample_profile(), *b = sample_profile(), *q;
+	char path[128], err[256] = "";
+	const char **h;
+
+	profile_set_host(a, "node-a");
+	profile_set_host(b, "node-b");
+	CHECK(!strcmp(a->procs[0].host, "node-a"));
+	profile_merge(a, b);
+	CHECK_EQ_U(a->nr_procs, 2);
+	CHECK_EQ_U(a->procs[0].pid, a->procs[1].pid);
+	CHECK(!strcmp(a->procs[1].host, "node-b"));
+	CHECK(!strcmp(a->meta.host, "node-a"));
+	CHECK_EQ_U(profile_hosts(a, &h), 2);
+	CHECK(!strcmp(h[0], "node-a") && !strcmp(h[1], "node-b"));
+	free(h);
+	snprintf(path, sizeof(path), "%s/hosts.data", dir);
+	CHECK(profile_write(a, path, err, sizeof(err)) == 0);
+	q = profile_read(path, err, sizeof(err));
+	CHECK(q != NULL);
+	if (q) {
+		CHECK(!strcmp(q->procs[0].host, "node-a"));
+		CHECK(!strcmp(q->procs[1].host, "node-b"));
+		CHECK_EQ_U(q->nr_threads, 4);
+	}
+	profile_free(q);
+	/* a process of a recording whose host is unknown stays unknown */
+	profile_free(b);
+	b = sample_profile();
+	profile_merge(a, b);
+	CHECK(a->procs[2].host == NULL);
+	CHECK_EQ_U(profile_hosts(a, &h), 3);
+	free(h);
+	/* the snapshots of one recording: one process, on one host */
+	profile_free(a);
+	profile_free(b);
+	a = sample_profile();
+	b = sample_profile();
+	profile_set_host(a, "node-a");
+	profile_set_host(b, "node-a");
+	a->meta.series = strdup("s");
+	b->meta.series = strdup("s");
+	profile_merge(a, b);
+	CHECK_EQ_U(a->nr_procs, 1);
+	profile_free(b);
+	b = sample_profile();
+	profile_set_host(b, "node-b");
+	b->meta.series = strdup("s");
+	profile_merge(a, b);
+	CHECK_EQ_U(a->nr_procs, 2);
+	profile_free(a);
+	profile_free(b);
+	unlink(path);
+}
+
 static void rejects(const char *text, int want_errno, const char *want_msg)
 {
 	char path[128], err[256] = "";
@@ -501,6 +562,7 @@ static void bad_files(void)
 	rejects(PROC("\"local_rank\":2147483648"), EBADMSG, "process 0 is malformed");
 	rejects(PROC("\"world_size\":0"), EBADMSG, "process 0 is malformed");
 	rejects(PROC("\"world_size\":null"), EBADMSG, "process 0 is malformed");
+	rejects(PROC("\"host\":1"), EBADMSG, "process 0 is malformed");
 #undef PROC
 }
 
@@ -522,6 +584,7 @@ int main(void)
 	RUN(dropping_spilled);
 	RUN(regions_round_trip);
 	RUN(ranks_round_trip);
+	RUN(hosts);
 	rmdir(dir);
 	UNIT_DONE();
 }
