@@ -105,7 +105,7 @@ _proftool_values()
 			done=${cur%,*},
 		fi
 		values=
-		for k in module comm process thread state; do
+		for k in module comm process thread state rank host; do
 			[[ ,$done == *,$k,* ]] || values+=" $done$k"
 		done
 		;;

@@ -274,6 +274,8 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 	put_of(out, s.threads, s.threads_total);
 	fputc('\n', out);
 	put_pauses(out, p, o->nr_inputs);
+	/* the hosts of merged recordings, and the ranks of a distributed job */
+	report_write_ranks(out, p, keep);
 	put_rate(out, p, s.filtered);
 	/* wall mode: what the threads were doing, the split of the table's time */
 	if (states[PROFILE_STATE_ON_CPU] + states[PROFILE_STATE_OFF_CPU]) {
