@@ -439,13 +439,6 @@ const char *report_process_title(const struct profile *p, uint32_t proc, bool ho
 const char *report_thread_title(const struct profile *p, uint32_t thread, bool hosts, struct sbuf *s);
 /* PROC's rank as a group's value: "3", or "none"; in BUF (N bytes) or a constant. */
 const char *report_rank_label(const struct profile *p, uint32_t proc, char *buf, size_t n);
-/*
- * The header's lines on the processes with a sample KEEP accepts (all for
- * NULL): "Hosts: 2: a (4 processes), b (4 processes)" when they ran on
- * several, "Ranks: 4 (0-3) of 4 in 4 processes; 1 process without a rank"
- * when some have a rank. Nothing for a profile of one host without ranks.
- */
-void report_write_ranks(FILE *out, const struct profile *p, const bool *keep);
 
 /*
  * The threads of P grouped by the keys of BY, which must all be a

@@ -2,8 +2,7 @@
 /*
  * The processes of a distributed job as the reports name them: by rank
  * ("rank 3 of 8, local 1, pid 4242"), and by host when the profile was
- * merged from recordings on several; the header's hosts and ranks; and
- * threads grouped by the keys that are a thread's own (comm, process,
+ * merged from recordings on several; and threads grouped by the keys that are a thread's own (comm, process,
  * thread, rank, host), the groups of --format regions --group-by.
  */
 #include "model.h"
@@ -92,85 +91,6 @@ const char *report_rank_label(const struct profile *p, uint32_t proc, char *buf,
 		return "none";
 	snprintf(buf, n, "%" PRId32, rank);
 	return buf;
-}
-
-/* ---- the header ---- */
-
-static int int_cmp(const void *a, const void *b)
-{
-	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-void report_write_ranks(FILE *out, const struct profile *p, const bool *keep)
-{
-	bool *seen = xcalloc(p->nr_procs + 1, sizeof(*seen));
-	int32_t *ranks = xmalloc(st_mult(p->nr_procs + 1, sizeof(*ranks)));
-	const char **hosts = xmalloc(st_mult(p->nr_procs + 1, sizeof(*hosts)));
-	size_t *per_host = xcalloc(p->nr_procs + 1, sizeof(*per_host));
-	size_t nr_ranks = 0, unranked = 0, nr_hosts = 0, distinct = 0;
-	int32_t world = 0;
-	bool one_world = true;
-
-	for (size_t i = 0; i < p->nr_samples; i++)
-		if (!keep || keep[i])
-			seen[p->threads[p->samples[i].thread].process] = true;
-	for (size_t i = 0; i < p->nr_procs; i++) {
-		const struct profile_process *pr = &p->procs[i];
-		size_t h = 0;
-
-		if (!seen[i])
-			continue;
-		while (h < nr_hosts && !str_same(hosts[h], pr->host))
-			h++;
-		if (h == nr_hosts)
-			hosts[nr_hosts++] = pr->host;
-		per_host[h]++;
-		if (pr->job.rank < 0) {
-			unranked++;
-			continue;
-		}
-		ranks[nr_ranks++] = pr->job.rank;
-		if (world && pr->job.world_size != world)
-			one_world = false;
-		world = pr->job.world_size;
-	}
-	if (nr_hosts > 1) {
-		fprintf(out, "Hosts: %zu:", nr_hosts);
-		for (size_t h = 0; h < nr_hosts; h++)
-			fprintf(out, "%s %s (%zu process%s)", h ? "," : "", hosts[h] ? hosts[h] : "?",
-				per_host[h], per_host[h] == 1 ? "" : "es");
-		fputc('\n', out);
-	}
-	if (nr_ranks) {
-		/* "0-3, 5": the distinct ranks, runs of consecutive ones as ranges */
-		QSORT(ranks, nr_ranks, int_cmp);
-		for (size_t i = 0; i < nr_ranks; i++)
-			distinct += !i || ranks[i] != ranks[i - 1];
-		fprintf(out, "Ranks: %zu (", distinct);
-		for (size_t i = 0; i < nr_ranks;) {
-			size_t j = i;
-
-			while (j + 1 < nr_ranks && ranks[j + 1] - ranks[j] <= 1)
-				j++;
-			fprintf(out, "%s%" PRId32, i ? ", " : "", ranks[i]);
-			if (ranks[j] != ranks[i])
-				fprintf(out, "-%" PRId32, ranks[j]);
-			i = j + 1;
-		}
-		fputc(')', out);
-		if (one_world && world > 0)
-			fprintf(out, " of %" PRId32, world);
-		fprintf(out, " in %zu process%s", nr_ranks, nr_ranks == 1 ? "" : "es");
-		if (unranked)
-			fprintf(out, "; %zu process%s without a rank", unranked, unranked == 1 ? "" : "es");
-		fputc('\n', out);
-	}
-	free(per_host);
-	free(hosts);
-	free(ranks);
-	free(seen);
 }
 
 /* ---- threads grouped by keys of their own ---- */
