@@ -94,7 +94,8 @@ $(O)/workloads/%: tests/workloads/%.c tests/workloads/work.h
 	$(CC) $(WL_CFLAGS) -o $@ $<
 
 # workloads that mark regions include the header
-$(O)/workloads/regions $(O)/workloads-nofp/regions $(O)/workloads/names $(O)/workloads-nofp/names: include/proftool.h
+$(O)/workloads/regions $(O)/workloads-nofp/regions $(O)/workloads/names $(O)/workloads-nofp/names \
+	$(O)/workloads/ranks $(O)/workloads-nofp/ranks: include/proftool.h
 
 $(O)/workloads/lib%.so: tests/workloads/lib/%.c tests/workloads/work.h
 	@mkdir -p $(dir $@)

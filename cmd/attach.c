@@ -122,6 +122,7 @@ int attach_process(struct sampling_opts *o, pid_t pid, const struct sampling_vie
 {
 	struct sampler_opts so = { 0 };
 	struct sampling_run r = { .o = o, .target = pid, .view = view };
+	struct profile_rank rank;
 	pid_t *tids = NULL;
 	size_t nr;
 	bool was_stopped;
@@ -129,7 +130,12 @@ int attach_process(struct sampling_opts *o, pid_t pid, const struct sampling_vie
 	char *cmdline;
 	int ret;
 
-	if ((ret = check_target(pid, TARGET_PROFILE)) || (ret = sampling_check_output(o)) || (ret = live_open(&r)))
+	if ((ret = check_target(pid, TARGET_PROFILE)))
+		return ret;
+	/* -o's %r: the rank in the environment the process was started with (none: 0) */
+	sym_rank_of_pid(pid, &rank);
+	sampling_name_output(o, pid, rank.rank);
+	if ((ret = sampling_check_output(o)) || (ret = live_open(&r)))
 		return ret;
 	sampling_signals(&waitmask);
 	/*

@@ -4,6 +4,7 @@
 #define PROFTOOL_CMD_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -52,6 +53,18 @@ struct output {
 int output_open(struct output *o, const char *path);
 void output_abort(struct output *o);
 int output_finish(struct output *o, int ret);
+
+/*
+ * The patterns of a profile's name (record and attach -o, top --record):
+ * %h the host name (uname's, a '/' in it written '_'), %p the process id,
+ * %r the rank (0 for PROFILE_RANK_NONE), %% a '%'. output_pattern_bad
+ * returns NULL when every '%' in PATTERN starts one of them, else the first
+ * that does not; output_pattern_has says whether PATTERN uses %WHAT.
+ * output_pattern_expand returns the name, for the caller to free.
+ */
+const char *output_pattern_bad(const char *pattern);
+bool output_pattern_has(const char *pattern, char what);
+char *output_pattern_expand(const char *pattern, pid_t pid, int32_t rank);
 
 /* What a command does with the process it is given, for check_target()'s messages. */
 enum target_use {

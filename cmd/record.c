@@ -112,11 +112,18 @@ int record_command(struct sampling_opts *o, char **command, const struct samplin
 	struct sampling_run r = { .o = o, .view = view };
 	struct sampler_child child = { -1, -1, -1 };
 	char *cmdline = join_argv(command);
+	/* -o's %p is the command's pid: such a name is made and checked once it is forked */
+	bool named_late = o->output && output_pattern_has(o->output, 'p');
+	struct profile_rank rank;
 	sigset_t waitmask;
 	int ret, exit_code;
 
+	/* %r: the command starts with our environment, the launcher's variables in it */
+	sym_rank_of_self(&rank);
+	if (!named_late)
+		sampling_name_output(o, 0, rank.rank);
 	/* find out now, not after a long run, that the profile cannot be written */
-	if (sampling_check_output(o) || live_open(&r)) {
+	if ((!named_late && sampling_check_output(o)) || live_open(&r)) {
 		free(cmdline);
 		return EXIT_FAIL;
 	}
@@ -144,6 +151,16 @@ int record_command(struct sampling_opts *o, char **command, const struct samplin
 		live_end(&r);
 		free(cmdline);
 		return EXIT_FAIL;
+	}
+	if (named_late) {
+		sampling_name_output(o, child.pid, rank.rank);
+		if (sampling_check_output(o)) {
+			sampler_spawn_abort(&child);
+			regions_release(&r.regions);
+			live_end(&r);
+			free(cmdline);
+			return EXIT_FAIL;
+		}
 	}
 	so.pid = child.pid;
 	o->python_likely = o->python && sampling_python_command(command);

@@ -37,8 +37,11 @@ static const char report_usage[] =
 	"  --group-by KEYS      table: first a table of the samples per group, KEYS being\n"
 	"                       one or more of module (the innermost frame's library),\n"
 	"                       comm (the process's name), process, thread (the thread's\n"
-	"                       name) and state, separated by commas (comm,module);\n"
-	"                       groups, json: the groups\n"
+	"                       name), state, rank (the process's rank in a distributed\n"
+	"                       job, from its environment) and host (the host it ran on),\n"
+	"                       separated by commas (comm,module; host,rank); groups,\n"
+	"                       json: the groups; regions: a region table per group of\n"
+	"                       comm, process, thread, rank or host\n"
 	"  --split              table, groups: add the Python split, py% (Python code),\n"
 	"                       native% (native code called from Python) and, per group,\n"
 	"                       outside% (native code outside Python)\n"
@@ -224,7 +227,7 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 			if (err == -ENODATA)
 				return usage_error("report", "--group-by takes keys separated by commas, as in comm,module, not '%s'", optarg);
 			if (err < 0)
-				return usage_error("report", "unknown --group-by key '%.*s' (use module, comm, process, thread or state)", (int)len, bad);
+				return usage_error("report", "unknown --group-by key '%.*s' (use module, comm, process, thread, state, rank or host)", (int)len, bad);
 			break;
 		}
 		case OPT_MODULE:
@@ -312,8 +315,17 @@ static int parse_options(int argc, char **argv, struct report_cmd_opts *o)
 		return usage_error("report", "--per-thread and --per-process go with table, groups, tree, callers, callees and folded; "
 				   "the other formats keep threads apart themselves or not at all (filter with --tid or --pid)");
 	if (o->ro.group_by.nr && o->ro.format != REPORT_TABLE && o->ro.format != REPORT_GROUPS &&
-	    o->ro.format != REPORT_JSON)
-		return usage_error("report", "--group-by goes with table, groups and json (pprof labels every sample with its comm and module)");
+	    o->ro.format != REPORT_JSON && o->ro.format != REPORT_REGIONS)
+		return usage_error("report", "--group-by goes with table, groups, json and regions (pprof labels every sample with its comm, module, rank and host)");
+	if (o->ro.group_by.nr && o->ro.format == REPORT_REGIONS) {
+		enum report_group_key bad;
+
+		if (!report_group_by_threads(&o->ro.group_by, &bad))
+			return usage_error("report", "--format regions groups by comm, process, thread, rank or host, not by %s (a region spans many samples)",
+					   bad == REPORT_GROUP_MODULE ? "module" : "state");
+		if (o->ro.per_thread || o->ro.per_process)
+			return usage_error("report", "--format regions takes --group-by or --per-thread/--per-process, not both");
+	}
 	if (o->ro.split && o->ro.format != REPORT_TABLE && o->ro.format != REPORT_GROUPS)
 		return usage_error("report", "--split goes with table and groups (json's groups have the split's counts)");
 	if (o->ro.lines && o->ro.format != REPORT_TABLE && o->ro.format != REPORT_TREE &&

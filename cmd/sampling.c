@@ -346,6 +346,7 @@ static void fill_meta(struct profile *p, const struct sampling_run *r, uint64_t 
 {
 	struct profile_meta *m = &p->meta;
 	const struct sampling_opts *o = r->o;
+	char *host;
 
 	m->tool_version = xstrdup(PROFTOOL_VERSION);
 	m->command = xstrdup(r->command);
@@ -354,7 +355,9 @@ static void fill_meta(struct profile *p, const struct sampling_run *r, uint64_t 
 			       o->callgraph == SAMPLER_CG_DWARF ? "dwarf" : "none");
 	m->mode = xstrdup(o->wall ? "wall" : "cpu");
 	m->backend = xstrdup(o->used == SAMPLER_BACKEND_PTRACE ? "ptrace" : "perf");
-	m->host = uname_field(true);
+	host = uname_field(true);
+	profile_set_host(p, host);
+	free(host);
 	m->kernel = uname_field(false);
 	/* a counting event: its period in events (0 by frequency), and no rate in Hz when fixed */
 	m->freq = sample_period(o) ? 0 : o->freq;

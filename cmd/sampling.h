@@ -14,7 +14,8 @@
 #include "sampler/sampler.h"
 
 struct sampling_opts {
-	const char *output;
+	const char *output;     /* -o as given, then (sampling_name_output) the name it stands for */
+	char *output_named;     /* that name, when -o has patterns (%h, %p, %r, %%) */
 	unsigned long freq;
 	bool freq_given;        /* -F on the command line */
 	unsigned long period;   /* -c N: counting events, a sample every N; 0 by default */
@@ -80,6 +81,13 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 
 /* Checks combinations of options; prints and returns EXIT_USAGE when they clash. */
 int sampling_validate(const struct sampling_opts *o, const char *command);
+
+/*
+ * Replaces -o's patterns (%h, %p, %r, %%) in o->output with the host
+ * name, PID and RANK; snapshots, the control FIFO's answers and the last
+ * profile all use the result.
+ */
+void sampling_name_output(struct sampling_opts *o, pid_t pid, int32_t rank);
 
 /* Checks that the profile can be created before any work is done; prints and returns EXIT_FAIL if not. */
 int sampling_check_output(const struct sampling_opts *o);

@@ -21,7 +21,10 @@
 #define DEFAULT_STACK_SIZE 32768
 
 const char sampling_usage[] =
-	"  -o FILE              write the profile to FILE (default proftool.data)\n"
+	"  -o FILE              write the profile to FILE (default proftool.data); in FILE,\n"
+	"                       %h is the host name, %p the pid of the command (or of the\n"
+	"                       attached process), %r its rank (RANK, OMPI_COMM_WORLD_RANK,\n"
+	"                       PMI_RANK, SLURM_PROCID...; 0 when none), %% a %\n"
 	"  -F HZ                samples per second of CPU time per thread, 1..10000 (default 999)\n"
 	"  -g dwarf|fp|none     unwind stacks with DWARF CFI from a copy of the user stack\n"
 	"                       (default), follow frame pointers, or keep the sampled\n"
@@ -79,7 +82,17 @@ void sampling_opts_release(struct sampling_opts *o)
 {
 	free(o->live.fifo);
 	free(o->live.ack);
-	o->live.fifo = o->live.ack = NULL;
+	free(o->output_named);
+	o->live.fifo = o->live.ack = o->output_named = NULL;
+}
+
+void sampling_name_output(struct sampling_opts *o, pid_t pid, int32_t rank)
+{
+	/* once: a name made of patterns may hold a '%' of its own (from the host name) */
+	if (!o->output || o->output_named || !strchr(o->output, '%'))
+		return;
+	o->output_named = output_pattern_expand(o->output, pid, rank);
+	o->output = o->output_named;
 }
 
 int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const char *command)
@@ -90,6 +103,10 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 	case 'o':
 		if (!*arg)
 			return usage_error(command, "-o needs a file name");
+		if (output_pattern_bad(arg))
+			return usage_error(command, "-o takes the patterns %%h (host name), %%p (process id), "
+					   "%%r (rank) and %%%% (a %%), not '%.2s' in '%s'",
+					   output_pattern_bad(arg), arg);
 		o->output = arg;
 		return 0;
 	case 'F':

@@ -46,7 +46,8 @@ static const char top_head[] =
 	"  --limit N            rows of each table written to a file or pipe (default 20;\n"
 	"                       0 all)\n"
 	"  --record FILE        when top ends, also write the profile of the whole run\n"
-	"                       (from the start, not only the window) to FILE\n";
+	"                       (from the start, not only the window) to FILE, its\n"
+	"                       patterns replaced as record -o's are (%h, %p, %r, %%)\n";
 static const char top_tail[] =
 	"  --duration SEC       stop after SEC seconds (COMMAND keeps running)\n"
 	"  -q                   no closing line on stderr\n"
@@ -145,6 +146,10 @@ static int parse_top_opt(int c, const char *arg, struct top_opts *t)
 	case OPT_RECORD:
 		if (!*arg)
 			return usage_error("top", "--record needs a file name");
+		if (output_pattern_bad(arg))
+			return usage_error("top", "--record takes the patterns %%h (host name), %%p (process id), "
+					   "%%r (rank) and %%%% (a %%), not '%.2s' in '%s'",
+					   output_pattern_bad(arg), arg);
 		t->record = arg;
 		return 0;
 	case 'o':
@@ -221,6 +226,7 @@ struct top {
 	uint64_t interval_ns, next_take, next_keys;
 	uint64_t total_samples, total_lost;
 	char *target;
+	char *spill_dir;            /* --record's directory, once its name is made */
 };
 
 /* The whole run's profile: --cumulative's window or --record's own. */
@@ -232,6 +238,18 @@ static struct top_window *whole(struct top *t)
 /* A part of the recording: onto the recording's time line, into the window and the whole. */
 static void add_part(struct top *t, struct profile *p)
 {
+	/*
+	 * A long run's profile waits beside FILE, as record's does: FILE as
+	 * --record's patterns made it, which the first part comes after.
+	 */
+	if (t->opts->record && !t->spill_dir) {
+		const char *out = t->opts->so.output, *slash = strrchr(out, '/');
+
+		t->spill_dir = slash ? xstrdup(out) : xstrdup(".");
+		if (slash)
+			t->spill_dir[slash - out + (slash == out)] = '\0';
+		whole(t)->spill_dir = t->spill_dir;
+	}
 	top_profile_unspill(p);
 	profile_shift_times(p, p->meta.series_offset_ns);
 	t->total_samples += p->nr_samples;
@@ -351,7 +369,8 @@ static int write_record(struct top *t)
 	all->meta.snapshot = 0;
 	all->meta.series_offset_ns = 0;
 	profile_sort_samples(all);
-	if (profile_write(all, t->opts->record, err, sizeof(err)) < 0) {
+	/* the name record_command or attach_process made of --record's patterns */
+	if (profile_write(all, t->opts->so.output, err, sizeof(err)) < 0) {
 		print_error("%s; the profile was not saved (check the path and free space)", err);
 		return EXIT_FAIL;
 	}
@@ -360,7 +379,7 @@ static int write_record(struct top *t)
 	n = profile_nr_samples(all);
 	profile_count_sampled(all, &procs, &threads);
 	print_error("wrote %s: %zu sample%s, %" PRIu64 " lost, %zu process%s, %zu thread%s, %.2f s",
-	      t->opts->record, n, n == 1 ? "" : "s", all->meta.lost, procs, procs == 1 ? "" : "es",
+	      t->opts->so.output, n, n == 1 ? "" : "s", all->meta.lost, procs, procs == 1 ? "" : "es",
 	      threads, threads == 1 ? "" : "s", all->meta.duration_ns / 1e9);
 	return 0;
 }
@@ -396,7 +415,6 @@ int cmd_top(int argc, char **argv)
 	struct top t = { .opts = &o };
 	struct sampling_view view = { tick, end, &t };
 	const char *spill = getenv("PROFTOOL_SPILL_SAMPLES"); /* the tests' */
-	char *dir = NULL, *slash;
 	int ret = parse_options(argc, argv, &o);
 
 	if (ret) {
@@ -413,21 +431,14 @@ int cmd_top(int argc, char **argv)
 	/* parts are an interval long, give or take the loop's 100 ms */
 	top_window_init(&t.win, o.cumulative ? 0 : (uint64_t)(o.window * 1e9), t.interval_ns / 2);
 	top_window_init(&t.rec, 0, 0);
-	if (o.record) {
-		/* a long run's profile waits beside FILE, as record's does */
-		dir = xstrdup(o.record);
-		slash = strrchr(dir, '/');
-		if (slash)
-			slash[slash == dir] = '\0';
-		whole(&t)->spill_dir = slash ? dir : ".";
+	if (o.record)
 		whole(&t)->spill_chunk = o.cumulative ? 0 : spill && *spill ? strtoul(spill, NULL, 10) : SPILL_CHUNK;
-	}
 	ret = o.command ? record_command(&o.so, o.command, &view) : attach_process(&o.so, o.pid, &view);
 	top_screen_close(t.screen);
 	top_window_release(&t.win);
 	top_window_release(&t.rec);
 	free(t.target);
-	free(dir);
+	free(t.spill_dir);
 	sampling_opts_release(&o.so);
 	return ret;
 }

@@ -128,9 +128,15 @@ static void row_text(char *buf, size_t n, const struct profile *p, const struct 
 	snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, s->self, s->cum);
 	if (r->thread != PROFILE_NONE) {
 		const struct profile_thread *pt = &p->threads[r->thread];
-		char name[THREAD_WIDTH + 32];
+		int32_t rank = p->procs[pt->process].job.rank;
+		char name[THREAD_WIDTH + 48];
 
-		snprintf(name, sizeof(name), "%s (%d)", pt->comm ? pt->comm : "?", (int)pt->tid);
+		/* the rank first, where the column is cut: which rank's thread it is */
+		if (rank >= 0)
+			snprintf(name, sizeof(name), "[rank %d] %s (%d)", (int)rank, pt->comm ? pt->comm : "?",
+				 (int)pt->tid);
+		else
+			snprintf(name, sizeof(name), "%s (%d)", pt->comm ? pt->comm : "?", (int)pt->tid);
 		snprintf(th, sizeof(th), "%-*.*s ", THREAD_WIDTH - 1, THREAD_WIDTH - 1, name);
 	}
 	snprintf(buf, n, "%15s %9.3f %5.1f%% %9.3f %5.1f%%  %s%s", ns, s->self_ns / 1e9,

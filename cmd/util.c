@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "base/atomic.h"
@@ -113,6 +114,63 @@ struct profile *read_profile(const char *path)
 	if (!p)
 		print_error("cannot read '%s': %s%s", path, err, read_hint(errno));
 	return p;
+}
+
+/* Writes N in decimal at BUF (12 bytes at most, the NUL included); returns the digits written. */
+static int put_int(char *buf, int32_t n)
+{
+	return snprintf(buf, 12, "%d", (int)n);
+}
+
+const char *output_pattern_bad(const char *pattern)
+{
+	for (const char *c = pattern; (c = strchr(c, '%')); c += 2)
+		if (!c[1] || !strchr("hpr%", c[1]))
+			return c;
+	return NULL;
+}
+
+bool output_pattern_has(const char *pattern, char what)
+{
+	for (const char *c = pattern; (c = strchr(c, '%')) && c[1]; c += 2)
+		if (c[1] == what)
+			return true;
+	return false;
+}
+
+char *output_pattern_expand(const char *pattern, pid_t pid, int32_t rank)
+{
+	struct utsname u;
+	const char *host = uname(&u) == 0 && *u.nodename ? u.nodename : "unknown";
+	/* each two-byte pattern becomes at most a host name (64 bytes) or a number */
+	size_t len = strlen(pattern);
+	char *out = xmalloc(len + len / 2 * sizeof(u.nodename) + 1), *o = out;
+
+	for (const char *c = pattern; *c; c++) {
+		if (*c != '%' || !c[1]) {
+			*o++ = *c;
+			continue;
+		}
+		switch (*++c) {
+		case 'h':
+			/* a name, not a path: a '/' in it would name a directory */
+			for (const char *h = host; *h; h++)
+				*o++ = *h == '/' ? '_' : *h;
+			break;
+		case 'p':
+			o += put_int(o, pid);
+			break;
+		case 'r':
+			/* the contract's: a process without a rank writes 0 */
+			o += put_int(o, rank >= 0 ? rank : 0);
+			break;
+		default:
+			*o++ = *c;
+			break;
+		}
+	}
+	*o = '\0';
+	return out;
 }
 
 int output_open(struct output *o, const char *path)

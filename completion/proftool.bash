@@ -16,9 +16,9 @@ _proftool_options()
 {
 	case $1 in
 	record | attach)
-		opts='-o -F -g --stack-size --user-only -e --backend --mode --python --regions --duration
+		opts='-o -F -c -g --stack-size --user-only -e --backend --mode --python --regions --duration
 			--delay --paused --control --snapshot-every --keep -q -h --help'
-		args='-o -F -g --stack-size -e --backend --mode --python --regions --duration --delay
+		args='-o -F -c -g --stack-size -e --backend --mode --python --regions --duration --delay
 			--control --snapshot-every --keep'
 		;;
 	control)
@@ -28,25 +28,25 @@ _proftool_options()
 	report)
 		opts='-i --sort --format --min-percent --match --lines --limit --per-thread
 			--per-process --time-range --pid --tid --comm --module --state --region
-			--by-region --region-frames --group-by --split -o -h
+			--by-region --region-frames --group-by --split --frames -o -h
 			--help'
 		args='-i --sort --format --min-percent --match --limit --time-range --pid --tid
-			--comm --module --state --region --group-by -o'
+			--comm --module --state --region --group-by --frames -o'
 		;;
 	diff)
-		opts='--format --limit -o -h --help'
-		args='--format --limit -o'
+		opts='--format --limit --frames -o -h --help'
+		args='--format --limit --frames -o'
 		;;
 	dump)
 		opts='--python --kernel --stack-size -h --help'
 		args='--python --stack-size'
 		;;
 	top)
-		opts='--interval --window --cumulative --sort --per-thread --limit --record -F -g
-			--stack-size --user-only -e --backend --mode --python --regions --delay --paused
+		opts='--interval --window --cumulative --sort --per-thread --frames --limit --record -F -c
+			-g --stack-size --user-only -e --backend --mode --python --regions --delay --paused
 			--control --duration -q -h --help'
-		args='--interval --window --sort --limit --record -F -g --stack-size -e --backend
-			--mode --python --regions --delay --control --duration'
+		args='--interval --window --sort --frames --limit --record -F -c -g --stack-size -e
+			--backend --mode --python --regions --delay --control --duration'
 		;;
 	*)
 		opts='' args=''
@@ -77,7 +77,8 @@ _proftool_values()
 		return
 		;;
 	-g) values='dwarf fp none' ;;
-	-e) values='cpu-clock task-clock cycles instructions' ;;
+	-e) values='cpu-clock task-clock page-faults faults minor-faults major-faults context-switches cs cycles instructions' ;;
+	--frames) values='mixed python all' ;;
 	--backend) values='auto perf ptrace' ;;
 	--mode) values='cpu wall' ;;
 	--python) values='auto off' ;;
@@ -105,7 +106,7 @@ _proftool_values()
 			done=${cur%,*},
 		fi
 		values=
-		for k in module comm process thread state; do
+		for k in module comm process thread state rank host; do
 			[[ ,$done == *,$k,* ]] || values+=" $done$k"
 		done
 		;;

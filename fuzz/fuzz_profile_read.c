@@ -266,7 +266,9 @@ static bool same_profile(const struct profile *p, const struct profile *q)
 	for (size_t i = 0; i < p->nr_procs; i++)
 		if (p->procs[i].pid != q->procs[i].pid || p->procs[i].ppid != q->procs[i].ppid ||
 		    !str_same(p->procs[i].comm, q->procs[i].comm) ||
-		    !str_same(p->procs[i].cmdline, q->procs[i].cmdline))
+		    !str_same(p->procs[i].cmdline, q->procs[i].cmdline) ||
+		    !str_same(p->procs[i].host, q->procs[i].host) ||
+		    memcmp(&p->procs[i].job, &q->procs[i].job, sizeof(p->procs[i].job)))
 			return false;
 	for (size_t i = 0; i < p->nr_threads; i++)
 		if (p->threads[i].tid != q->threads[i].tid || p->threads[i].process != q->threads[i].process ||

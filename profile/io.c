@@ -129,11 +129,20 @@ static json_t *build_json(const struct profile *p)
 	jb_set(b, root, "stacks", jb_new(b, json_pack("{s:o, s:o}", "parent", sparent, "location", sloc)));
 	for (size_t i = 0; i < p->nr_procs; i++) {
 		const struct profile_process *pr = &p->procs[i];
-
 		json_t *o = jb_new(b, json_pack("{s:i, s:i, s:o, s:o}", "pid", pr->pid, "ppid", pr->ppid,
 						"comm", jb_str(b, pr->comm), "cmdline", jb_str(b, pr->cmdline)));
 
-		if (pr->nr_rss)
+		/* a host only when it is not the recording's: in a profile made of merged ones */
+		if (o && !(pr->host == p->meta.host || (pr->host && p->meta.host && !strcmp(pr->host, p->meta.host))))
+			jb_set(b, o, "host", jb_str(b, pr->host));
+		/* what is known of its rank only: a process without one has no key */
+		if (o && pr->job.rank >= 0)
+			jb_set(b, o, "rank", jb_int(b, pr->job.rank));
+		if (o && pr->job.local_rank >= 0)
+			jb_set(b, o, "local_rank", jb_int(b, pr->job.local_rank));
+		if (o && pr->job.world_size > 0)
+			jb_set(b, o, "world_size", jb_int(b, pr->job.world_size));
+		if (o && pr->nr_rss)
 			jb_set(b, o, "rss", rss_json(b, pr));
 		jb_append(b, procs, o);
 	}

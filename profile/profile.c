@@ -56,6 +56,7 @@ void profile_free(struct profile *p)
 		free(p->procs[i].comm);
 		free(p->procs[i].cmdline);
 		free(p->procs[i].rss);
+		free(p->procs[i].host);
 	}
 	for (size_t i = 0; i < p->nr_threads; i++)
 		free(p->threads[i].comm);
@@ -151,7 +152,45 @@ uint32_t profile_add_process(struct profile *p, int32_t pid, int32_t ppid,
 	pr->ppid = ppid;
 	pr->comm = xstrdup(comm ? comm : "?");
 	pr->cmdline = xstrdup_or_null(cmdline);
+	pr->host = NULL;
+	pr->job = (struct profile_rank)PROFILE_RANK_INIT;
 	return p->nr_procs++;
+}
+
+uint32_t profile_copy_process(struct profile *p, const struct profile_process *pr)
+{
+	uint32_t id = profile_add_process(p, pr->pid, pr->ppid, pr->comm, pr->cmdline);
+
+	p->procs[id].host = xstrdup_or_null(pr->host);
+	p->procs[id].job = pr->job;
+	return id;
+}
+
+void profile_set_host(struct profile *p, const char *host)
+{
+	free(p->meta.host);
+	p->meta.host = xstrdup_or_null(host);
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		free(p->procs[i].host);
+		p->procs[i].host = xstrdup_or_null(host);
+	}
+}
+
+size_t profile_hosts(const struct profile *p, const char ***hosts)
+{
+	const char **h = xmalloc(st_mult(p->nr_procs + 1, sizeof(*h)));
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		size_t k = 0;
+
+		while (k < n && !str_eq(h[k], p->procs[i].host))
+			k++;
+		if (k == n)
+			h[n++] = p->procs[i].host;
+	}
+	*hosts = h;
+	return n;
 }
 
 uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
@@ -329,7 +368,8 @@ static uint32_t find_process(const struct profile *dst, const struct profile_pro
 		const struct profile_process *d = &dst->procs[i];
 
 		if (d->pid == pr->pid && d->ppid == pr->ppid && str_eq(d->comm, pr->comm) &&
-		    str_eq(d->cmdline, pr->cmdline))
+		    str_eq(d->cmdline, pr->cmdline) && str_eq(d->host, pr->host) &&
+		    !memcmp(&d->job, &pr->job, sizeof(d->job)))
 			return (uint32_t)i;
 	}
 	return PROFILE_NONE;
@@ -419,7 +459,7 @@ void profile_merge(struct profile *dst, const struct profile *src)
 
 		pmap[i] = same_series ? find_process(dst, pr) : PROFILE_NONE;
 		if (pmap[i] == PROFILE_NONE)
-			pmap[i] = profile_add_process(dst, pr->pid, pr->ppid, pr->comm, pr->cmdline);
+			pmap[i] = profile_copy_process(dst, pr);
 		/* a snapshot's readings follow the earlier ones' */
 		for (size_t k = 0; k < pr->nr_rss; k++)
 			profile_add_rss(dst, pmap[i], pr->rss[k].time_ns, pr->rss[k].rss, pr->rss[k].anon);

@@ -19,7 +19,7 @@
  *   locations  a function and a source line inside it
  *   stacks     a prefix tree: (parent stack, location), root first;
  *              parent < own index, PROFILE_NONE at the root
- *   processes  pid, parent pid, name, command line
+ *   processes  pid, parent pid, name, command line, host, rank in a distributed job
  *   threads    tid, the process it belongs to, name
  *   samples    time since the start, thread, leaf stack node
  *
@@ -63,6 +63,17 @@ struct profile_rss {
 	uint64_t rss;        /* bytes resident */
 	uint64_t anon;       /* of which anonymous (the rest: files and shared memory) */
 };
+/*
+ * A process's place in a distributed job (torchrun, mpirun, srun: one
+ * process per rank), as its environment says when it was started.
+ */
+#define PROFILE_RANK_NONE (-1)
+struct profile_rank {
+	int32_t rank;        /* 0.., PROFILE_RANK_NONE when the process has none */
+	int32_t local_rank;  /* its rank among the job's processes on its host; PROFILE_RANK_NONE */
+	int32_t world_size;  /* ranks in the job, 1..; 0 when unknown */
+};
+#define PROFILE_RANK_INIT { PROFILE_RANK_NONE, PROFILE_RANK_NONE, 0 }
 
 struct profile_process {
 	int32_t pid, ppid;   /* ppid 0 when unknown */
@@ -70,6 +81,8 @@ struct profile_process {
 	char *cmdline;       /* arguments joined by spaces, NULL when unknown */
 	struct profile_rss *rss; /* readings in time order, several a second while it ran */
 	size_t nr_rss, alloc_rss;
+	char *host;          /* the host it ran on (uname -n), NULL when unknown: merged files keep them apart */
+	struct profile_rank job; /* from its environment when first seen; PROFILE_RANK_INIT: none */
 };
 
 struct profile_thread {
@@ -255,9 +268,19 @@ void profile_add_rss(struct profile *p, uint32_t proc, uint64_t time_ns, uint64_
 /* PROC's largest reading, or NULL when it has none. */
 const struct profile_rss *profile_rss_peak(const struct profile *p, uint32_t proc);
 
-/* Not interned: every call adds an entry. Strings are copied. */
+/*
+ * Not interned: every call adds an entry. Strings are copied; a process
+ * has no host (profile_set_host gives it the recording's) and no rank
+ * until they are set.
+ */
 uint32_t profile_add_process(struct profile *p, int32_t pid, int32_t ppid,
 			     const char *comm, const char *cmdline);
+/* A copy of PR (of another profile): everything it knows, host and rank included. */
+uint32_t profile_copy_process(struct profile *p, const struct profile_process *pr);
+/* Sets the recording's host (meta.host) and every process's to HOST (copied; NULL: unknown). */
+void profile_set_host(struct profile *p, const char *host);
+/* The distinct hosts of P's processes, in the order first met, into HOSTS (P's strings); how many. NULL counts as one. */
+size_t profile_hosts(const struct profile *p, const char ***hosts);
 uint32_t profile_add_thread(struct profile *p, int32_t tid, uint32_t process,
 			    const char *comm);
 void profile_add_sample(struct profile *p, uint64_t time_ns, uint32_t thread,
@@ -363,8 +386,9 @@ void profile_count_sampled(const struct profile *p, size_t *procs, size_t *threa
 
 /*
  * Adds everything in SRC to DST: tables are merged by value, processes and
- * threads appended (but for two files of one recording's snapshots, whose
- * equal processes and threads are one), sample times kept relative to each
+ * threads appended, each process keeping its host (so that two with one
+ * pid on two hosts stay two), but for two files of one recording's
+ * snapshots, whose equal processes and threads are one, sample times kept relative to each
  * file's own start (profile_shift_times moves them);
  * lost counts, durations, CPU times and the Python interpreters' counts
  * (by interpreter and version) add up. A frequency that differs

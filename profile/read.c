@@ -256,6 +256,26 @@ static void read_pythons(struct reader *r, struct profile *p, json_t *meta)
 	}
 }
 
+/* KEY of process O into *V: absent leaves it, else an integer from LO; false otherwise. */
+static bool process_int(json_t *o, const char *key, json_int_t lo, int32_t *v)
+{
+	json_t *j = json_object_get(o, key);
+
+	if (!j)
+		return true;
+	if (!json_is_integer(j) || json_integer_value(j) < lo || json_integer_value(j) > INT32_MAX)
+		return false;
+	*v = (int32_t)json_integer_value(j);
+	return true;
+}
+
+/* The optional rank, local_rank and world_size of process O (added without a version bump). */
+static bool process_rank(json_t *o, struct profile_rank *job)
+{
+	return process_int(o, "rank", 0, &job->rank) && process_int(o, "local_rank", 0, &job->local_rank) &&
+	       process_int(o, "world_size", 1, &job->world_size);
+}
+
 /*
  * Tables are appended directly rather than interned, so that indexes in the
  * file stay valid; the interning indexes are rebuilt alongside.
@@ -332,17 +352,25 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 		json_t *o = json_array_get(procs, i);
 		json_int_t pid = 0, ppid = 0;
 		const char *comm = NULL;
-		json_t *cmdline = NULL, *rss = NULL;
+		json_t *cmdline = NULL, *rss = NULL, *host = json_object_get(o, "host");
+		struct profile_rank job = PROFILE_RANK_INIT;
+		struct profile_process *pr;
+		uint32_t k;
 
 		if (json_unpack(o, "{s:I, s:I, s:s, s?o, s?o}", "pid", &pid, "ppid", &ppid, "comm", &comm,
 				"cmdline", &cmdline, "rss", &rss) || pid < 0 || pid > INT32_MAX || ppid < 0 ||
-		    ppid > INT32_MAX || (cmdline && !json_is_string(cmdline) && !json_is_null(cmdline))) {
+		    ppid > INT32_MAX || (cmdline && !json_is_string(cmdline) && !json_is_null(cmdline)) ||
+		    (host && !json_is_string(host) && !json_is_null(host)) || !process_rank(o, &job)) {
 			reader_bad(r, "process %zu is malformed", i);
-		} else {
-			profile_add_process(p, pid, ppid, comm, json_string_value(cmdline));
-			if (rss)
-				read_rss(r, p, i, rss);
+			break;
 		}
+		k = profile_add_process(p, pid, ppid, comm, json_string_value(cmdline));
+		pr = &p->procs[k];
+		/* without a host of its own (added without a version bump), the recording's */
+		pr->host = xstrdup_or_null(host ? json_string_value(host) : p->meta.host);
+		pr->job = job;
+		if (rss)
+			read_rss(r, p, k, rss);
 	}
 	n = threads ? json_array_size(threads) : 0;
 	for (size_t i = 0; !r->bad && i < n; i++) {

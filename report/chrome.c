@@ -373,6 +373,8 @@ int report_write_chrome(FILE *out, const struct profile *p, const struct report_
 	uint32_t maxdepth = 1;
 	size_t nr_events = 0, sp = 0, mk = 0;
 	int64_t *tpid, next_id;
+	struct sbuf name = SBUF_INIT;
+	bool hosts;
 
 	for (size_t t = 0; t < p->nr_threads; t++)
 		if (start[t + 1] > start[t])
@@ -392,18 +394,31 @@ int report_write_chrome(FILE *out, const struct profile *p, const struct report_
 	fputs("{\"displayTimeUnit\":\"ms\",\n", out);
 	write_other_data(out, p);
 	fputs(",\n\"traceEvents\":[\n", out);
+	hosts = report_many_hosts(p);
 	for (size_t i = 0; i < p->nr_procs; i++) {
 		const struct profile_process *pr = &p->procs[i];
-		char real[32] = "";
 
 		if (!has[i])
 			continue;
-		/* a process moved to another pid still shows its own */
-		if (tpid[i] != pr->pid)
-			snprintf(real, sizeof(real), " (pid %" PRId32 ")", pr->pid);
-		write_metadata(out, "process_name", tpid[i], tpid[i], pr->comm, real, &nr_events);
+		/*
+		 * A process moved to another pid still shows its own; a rank, and
+		 * the host when there are several, say which of a job's it is.
+		 */
+		if (tpid[i] != pr->pid || pr->job.rank >= 0 || hosts)
+			write_metadata(out, "process_name", tpid[i], tpid[i],
+				       report_process_title(p, i, hosts, &name), "", &nr_events);
+		else
+			write_metadata(out, "process_name", tpid[i], tpid[i], pr->comm, "", &nr_events);
+		/* the timelines in rank order (Perfetto and chrome://tracing sort by it) */
+		if (pr->job.rank >= 0) {
+			begin_event(out, &nr_events);
+			fprintf(out, "\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":%" PRId64
+				",\"tid\":%" PRId64 ",\"ts\":0,\"args\":{\"sort_index\":%" PRId32 "}}",
+				tpid[i], tpid[i], pr->job.rank);
+		}
 		write_rss(out, p, i, tpid[i], f, &nr_events);
 	}
+	sbuf_release(&name);
 	for (size_t t = 0; t < p->nr_threads; t++) {
 		const struct profile_thread *th = &p->threads[t];
 		int64_t pid = tpid[th->process];

@@ -103,6 +103,7 @@ const struct profile *report_display_init(struct report_display *d, const struct
 	for (size_t i = 0; i < v->nr_procs; i++) {
 		FIX_ENTRY(d, v->procs, v->nr_procs, i, comm, copied, changed);
 		FIX_ENTRY(d, v->procs, v->nr_procs, i, cmdline, copied, changed);
+		FIX_ENTRY(d, v->procs, v->nr_procs, i, host, copied, changed);
 	}
 	copied = false;
 	for (size_t i = 0; i < v->nr_threads; i++)

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * Groups of samples (--group-by module, comm, process, thread, state, and
- * combinations of them), the --module filter's test, and the Python split
+ * Groups of samples (--group-by module, comm, process, thread, state, rank,
+ * host, and combinations of them), the --module filter's test, and the Python split
  * (--split): what share of the CPU went to Python code, to native code
  * Python called, and to native code outside Python.
  */
 #include "model.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,8 @@ static const char *const key_names[REPORT_GROUP_NR] = {
 	[REPORT_GROUP_PROCESS] = "process",
 	[REPORT_GROUP_THREAD] = "thread",
 	[REPORT_GROUP_STATE] = "state",
+	[REPORT_GROUP_RANK] = "rank",
+	[REPORT_GROUP_HOST] = "host",
 };
 
 const char *report_group_key_name(enum report_group_key key)
@@ -292,6 +295,7 @@ void report_groups_build(struct report_groups *g, const struct profile *p,
 	memset(g, 0, sizeof(*g));
 	g->by = *by;
 	g->wall = p->meta.mode && !strcmp(p->meta.mode, "wall");
+	g->hosts = report_many_hosts(p);
 	for (size_t k = 0; k < by->nr; k++)
 		if (by->keys[k] == REPORT_GROUP_MODULE)
 			mk = k;
@@ -320,6 +324,13 @@ void report_groups_build(struct report_groups *g, const struct profile *p,
 			case REPORT_GROUP_STATE:
 				/* an on-CPU recording samples threads only while they run */
 				v[k] = a->state == PROFILE_STATE_UNKNOWN && !g->wall ? PROFILE_STATE_ON_CPU : a->state;
+				break;
+			case REPORT_GROUP_RANK:
+				/* none (PROFILE_RANK_NONE) as UINT32_MAX: after every rank, never rank 0 */
+				v[k] = (uint32_t)p->procs[th->process].job.rank;
+				break;
+			case REPORT_GROUP_HOST:
+				v[k] = name_id(g, report_process_host(p, th->process));
 				break;
 			default:
 				break;
@@ -372,10 +383,11 @@ const char *report_group_label(const struct report_groups *g, const struct profi
 
 	switch (g->by.keys[k]) {
 	case REPORT_GROUP_PROCESS:
-		return sbuf_printf(s, "%s (pid %d)", p->procs[v].comm ? p->procs[v].comm : "",
-				   (int)p->procs[v].pid);
+		return report_process_title(p, v, g->hosts, s);
 	case REPORT_GROUP_STATE:
 		return v < PROFILE_STATE_NR ? state_names[v] : "unknown";
+	case REPORT_GROUP_RANK:
+		return v == (uint32_t)PROFILE_RANK_NONE ? "none" : sbuf_printf(s, "%" PRIu32, v);
 	default:
 		return g->names.str[v];
 	}
@@ -404,6 +416,7 @@ static int values_cmp(const struct sort_ctx *c, const struct report_group *x, co
 				r = (a > b) - (a < b);
 			break;
 		case REPORT_GROUP_STATE:
+		case REPORT_GROUP_RANK:
 			r = (a > b) - (a < b);
 			break;
 		default:

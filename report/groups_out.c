@@ -132,6 +132,12 @@ struct json_t *report_groups_json(const struct profile *p, const struct report_g
 		json_t *row = json_object();
 
 		for (size_t k = 0; k < g.by.nr; k++) {
+			/* a rank is a number, null for the processes without one */
+			if (g.by.keys[k] == REPORT_GROUP_RANK) {
+				json_object_set_new(row, "rank", x->value[k] == (uint32_t)PROFILE_RANK_NONE ?
+						    json_null() : json_integer(x->value[k]));
+				continue;
+			}
 			json_object_set_new(row, report_group_key_name(g.by.keys[k]),
 					    str(report_group_label(&g, p, r, k, &label)));
 			if (g.by.keys[k] == REPORT_GROUP_PROCESS)

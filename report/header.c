@@ -275,6 +275,94 @@ static void put_peak_rss(FILE *out, const struct profile *p, const bool *keep)
 	free(kept);
 }
 
+static bool same_host(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static int int_cmp(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The processes with a sample KEEP accepts: "Hosts: 2: a (4 processes), b
+ * (4 processes)" when they ran on several, "Ranks: 4 (0-3) of 4 in 4
+ * processes; 1 process without a rank" when some have a rank; nothing for
+ * a profile of one host without ranks.
+ */
+static void put_hosts_ranks(FILE *out, const struct profile *p, const bool *keep)
+{
+	bool *seen = xcalloc(p->nr_procs + 1, sizeof(*seen));
+	int32_t *ranks = xmalloc(st_mult(p->nr_procs + 1, sizeof(*ranks)));
+	const char **hosts = xmalloc(st_mult(p->nr_procs + 1, sizeof(*hosts)));
+	size_t *per_host = xcalloc(p->nr_procs + 1, sizeof(*per_host));
+	size_t nr_ranks = 0, unranked = 0, nr_hosts = 0, distinct = 0;
+	int32_t world = 0;
+	bool one_world = true;
+
+	for (size_t i = 0; i < p->nr_samples; i++)
+		if (!keep || keep[i])
+			seen[p->threads[p->samples[i].thread].process] = true;
+	for (size_t i = 0; i < p->nr_procs; i++) {
+		const struct profile_process *pr = &p->procs[i];
+		size_t h = 0;
+
+		if (!seen[i])
+			continue;
+		while (h < nr_hosts && !same_host(hosts[h], pr->host))
+			h++;
+		if (h == nr_hosts)
+			hosts[nr_hosts++] = pr->host;
+		per_host[h]++;
+		if (pr->job.rank < 0) {
+			unranked++;
+			continue;
+		}
+		ranks[nr_ranks++] = pr->job.rank;
+		if (world && pr->job.world_size != world)
+			one_world = false;
+		world = pr->job.world_size;
+	}
+	if (nr_hosts > 1) {
+		fprintf(out, "Hosts: %zu:", nr_hosts);
+		for (size_t h = 0; h < nr_hosts; h++)
+			fprintf(out, "%s %s (%zu process%s)", h ? "," : "", hosts[h] ? hosts[h] : "?",
+				per_host[h], per_host[h] == 1 ? "" : "es");
+		fputc('\n', out);
+	}
+	if (nr_ranks) {
+		/* "0-3, 5": the distinct ranks, runs of consecutive ones as ranges */
+		QSORT(ranks, nr_ranks, int_cmp);
+		for (size_t i = 0; i < nr_ranks; i++)
+			distinct += !i || ranks[i] != ranks[i - 1];
+		fprintf(out, "Ranks: %zu (", distinct);
+		for (size_t i = 0; i < nr_ranks;) {
+			size_t j = i;
+
+			while (j + 1 < nr_ranks && ranks[j + 1] - ranks[j] <= 1)
+				j++;
+			fprintf(out, "%s%" PRId32, i ? ", " : "", ranks[i]);
+			if (ranks[j] != ranks[i])
+				fprintf(out, "-%" PRId32, ranks[j]);
+			i = j + 1;
+		}
+		fputc(')', out);
+		if (one_world && world > 0)
+			fprintf(out, " of %" PRId32, world);
+		fprintf(out, " in %zu process%s", nr_ranks, nr_ranks == 1 ? "" : "es");
+		if (unranked)
+			fprintf(out, "; %zu process%s without a rank", unranked, unranked == 1 ? "" : "es");
+		fputc('\n', out);
+	}
+	free(per_host);
+	free(hosts);
+	free(ranks);
+	free(seen);
+}
+
 void report_write_header(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep)
 {
@@ -304,6 +392,8 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 	put_of(out, s.threads, s.threads_total);
 	fputc('\n', out);
 	put_pauses(out, p, o->nr_inputs);
+	/* the hosts of merged recordings, and the ranks of a distributed job */
+	put_hosts_ranks(out, p, keep);
 	put_rate(out, p, s.filtered);
 	put_peak_rss(out, p, keep);
 	/* wall mode: what the threads were doing, the split of the table's time */

@@ -303,6 +303,13 @@ int report_write_json(FILE *out, const struct profile *p, const struct report_fi
 		json_object_set_new(j, "ppid", json_integer(pr->ppid));
 		json_object_set_new(j, "comm", str(pr->comm));
 		json_object_set_new(j, "cmdline", str(pr->cmdline));
+		json_object_set_new(j, "host", str(pr->host));
+		/* what is unknown of a rank is null: a process without one is never rank 0 */
+		json_object_set_new(j, "rank", pr->job.rank >= 0 ? json_integer(pr->job.rank) : json_null());
+		json_object_set_new(j, "local_rank", pr->job.local_rank >= 0 ? json_integer(pr->job.local_rank) :
+				    json_null());
+		json_object_set_new(j, "world_size", pr->job.world_size > 0 ? json_integer(pr->job.world_size) :
+				    json_null());
 		json_object_set_new(j, "samples", u64(p_n[i]));
 		json_object_set_new(j, "rss", rss_json(pr));
 		json_array_append_new(arr, j);

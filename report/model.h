@@ -402,6 +402,7 @@ struct report_groups {
 	struct strtab names;
 	struct idx row_idx;
 	bool wall;              /* the profile knows thread states */
+	bool hosts;             /* its processes ran on several hosts: labels name them */
 };
 
 /*
@@ -414,17 +415,65 @@ void report_groups_build(struct report_groups *g, const struct profile *p,
 void report_groups_release(struct report_groups *g);
 /* Sorts the rows by KEY: the sample keys as the table's, the name keys by the groups' values. */
 void report_groups_sort(struct report_groups *g, const struct profile *p, enum report_sort key);
-/* "module", "comm", "process", "thread" or "state". */
+/* "module", "comm", "process", "thread", "state", "rank" or "host". */
 const char *report_group_key_name(enum report_group_key key);
 /*
  * The value of key K (an index into g->by.keys) of row ROW: a module,
- * process or thread name, "COMM (pid P)" for a process, "on-cpu",
- * "off-cpu" or "unknown" for a state, whole: in S (reused) or a string of
- * the profile's.
+ * process or thread name, "COMM (pid P)" for a process ("COMM (rank R of
+ * N, local L, pid P on HOST)": report_process_desc), "on-cpu", "off-cpu"
+ * or "unknown" for a state, a rank or "none", a host or "?", whole: in S
+ * (reused) or a string of the profile's.
  */
 const char *report_group_label(const struct report_groups *g, const struct profile *p, size_t row,
 			       size_t k, struct sbuf *s);
 /* The module of function F as the groups and --module name it ("[unknown]" when it has none). */
 const char *report_func_module(const struct profile_func *f);
+
+/* ---- ranks.c: the processes of a distributed job, as reports name them ---- */
+
+/* Whether P's processes ran on more than one host: reports then name each one's host. */
+bool report_many_hosts(const struct profile *p);
+/* The host process PROC ran on, "?" when unknown. */
+const char *report_process_host(const struct profile *p, uint32_t proc);
+/*
+ * What tells process PROC apart, in titles and labels: "rank 3 of 8, local
+ * 1, pid 4242" (what is unknown of its rank left out; "pid 4242" without
+ * one, never rank 0), then " on HOST" when HOSTS. In S (reused).
+ */
+const char *report_process_desc(const struct profile *p, uint32_t proc, bool hosts, struct sbuf *s);
+/*
+ * "COMM (DESC)" for process PROC, "COMM (DESC, tid TID)" for THREAD (its
+ * own name): the titles of --per-process and --per-thread, the process
+ * groups' labels. In S (reused).
+ */
+const char *report_process_title(const struct profile *p, uint32_t proc, bool hosts, struct sbuf *s);
+const char *report_thread_title(const struct profile *p, uint32_t thread, bool hosts, struct sbuf *s);
+/* PROC's rank as a group's value: "3", or "none"; in BUF (N bytes) or a constant. */
+const char *report_rank_label(const struct profile *p, uint32_t proc, char *buf, size_t n);
+
+/*
+ * The threads of P grouped by the keys of BY, which must all be a
+ * thread's own (report_group_by_threads): groups numbered in the order of
+ * their values (ranks ascending, none last; names and hosts by strcmp),
+ * each with a label for its title ("rank 3", "host a, rank 3", "no rank").
+ * -EINVAL for a key that is not a thread's. Release with
+ * report_thread_groups_release(), which accepts a zeroed one.
+ */
+struct report_thread_groups {
+	uint32_t *of;           /* per thread: its group */
+	char **label;           /* per group */
+	size_t nr;
+};
+int report_thread_groups_init(struct report_thread_groups *tg, const struct profile *p,
+			      const struct report_group_by *by);
+void report_thread_groups_release(struct report_thread_groups *tg);
+/*
+ * The region rows V (*NR of them, split by thread: REPORT_SPLIT_THREAD)
+ * added up per region path and group of TG, whose index becomes each row's
+ * group: counts, times and samples summed, min and max over them. Frees V;
+ * returns the new rows (*NR of them), to free.
+ */
+struct report_region_row *report_region_rows_by_group(struct report_region_row *v, size_t *nr,
+						      const struct report_thread_groups *tg);
 
 #endif

@@ -288,6 +288,7 @@ struct pprof {
 	char **region_path;     /* per region node with samples: "outer/inner"; else NULL */
 	char **region_name;     /* per region node with samples: "inner" (its label) */
 	bool has_regions;       /* some sample is in a region */
+	char **rank;            /* per process: its rank label, "3"; NULL without a rank */
 };
 
 /* The string table index of S, added on first use (S stays the profile's). */
@@ -455,6 +456,7 @@ static void put_samples(struct pprof *pp, struct gz *z, struct pb *m, struct pb 
 	const struct profile *p = pp->p;
 	uint32_t k_thread = intern(pp, "thread"), k_pid = intern(pp, "pid"), k_tid = intern(pp, "tid");
 	uint32_t k_comm = intern(pp, "comm"), k_module = intern(pp, "module");
+	uint32_t k_rank = intern(pp, "rank"), k_host = intern(pp, "host");
 	/* interned by name_regions() when some sample is in a region */
 	uint32_t k_region = pp->has_regions ? intern(pp, "region") : 0;
 	uint32_t k_region_name = pp->has_regions ? intern(pp, "region_name") : 0;
@@ -479,6 +481,13 @@ static void put_samples(struct pprof *pp, struct gz *z, struct pb *m, struct pb 
 		put_label(m, sub, k_tid, 0, th->tid);
 		put_label(m, sub, k_comm, intern(pp, comm_of(p, a->thread)), 0);
 		put_label(m, sub, k_module, intern(pp, leaf_module(p, a->stack)), 0);
+		/*
+		 * A string: pprof drops a numeric label of 0 without a unit, and
+		 * rank 0 is a rank. A process without a rank has none, never "0".
+		 */
+		if (pp->rank[th->process])
+			put_label(m, sub, k_rank, intern(pp, pp->rank[th->process]), 0);
+		put_label(m, sub, k_host, intern(pp, report_process_host(p, th->process)), 0);
 		if (a->region != PROFILE_NONE) {
 			put_label(m, sub, k_region, intern(pp, pp->region_path[a->region]), 0);
 			put_label(m, sub, k_region_name, intern(pp, pp->region_name[a->region]), 0);
@@ -560,6 +569,10 @@ static void release(struct pprof *pp)
 		}
 	free(pp->region_path);
 	free(pp->region_name);
+	if (pp->rank)
+		for (size_t i = 0; i < pp->p->nr_procs; i++)
+			free(pp->rank[i]);
+	free(pp->rank);
 }
 
 /* The labels of the regions the samples were taken in: their paths and names, interned. */
@@ -591,7 +604,9 @@ static void name_regions(struct pprof *pp)
  * thread's name and ids as labels, so pprof's -tags and -tagfocus still
  * tell threads apart; with the process's name and the innermost frame's
  * module as labels comm and module (what --group-by comm and module group
- * by), so that -tagfocus comm=worker picks a kind of process; and the
+ * by), so that -tagfocus comm=worker picks a kind of process; the
+ * process's rank (for a process that has one) and host as labels rank and
+ * host, so that -tagfocus 'rank=^3$' picks one rank's samples; and the
  * region's path ("outer/inner") and name ("inner") as labels region and
  * region_name, so that -tagfocus region=outer/inner picks the samples
  * taken in it. Fields go out in field-number order, as pprof's own writer does;
@@ -618,6 +633,8 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 	intern(&pp, "tid");
 	intern(&pp, "comm");
 	intern(&pp, "module");
+	intern(&pp, "rank");
+	intern(&pp, "host");
 	pp.names = report_func_names(p);
 	aggregate(&pp, keep);
 	number_tables(&pp);
@@ -629,7 +646,15 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 		intern(&pp, th->comm ? th->comm : "");
 		intern(&pp, comm_of(p, a->thread));
 		intern(&pp, leaf_module(p, a->stack));
+		intern(&pp, report_process_host(p, th->process));
 	}
+	pp.rank = xcalloc(p->nr_procs + 1, sizeof(*pp.rank));
+	for (size_t i = 0; i < p->nr_procs; i++)
+		if (p->procs[i].job.rank >= 0)
+			pp.rank[i] = xstrfmt("%d", (int)p->procs[i].job.rank);
+	for (size_t i = 0; i < pp.nr_samples; i++)
+		if (pp.rank[p->threads[pp.samples[i].thread].process])
+			intern(&pp, pp.rank[p->threads[pp.samples[i].thread].process]);
 	if (meta->command)
 		s_command = intern(&pp, meta->command);
 

@@ -22,31 +22,43 @@ static void put_seconds(FILE *out, uint64_t ns)
 	fprintf(out, " %10.6f", ns / 1e9);
 }
 
-static void put_title(FILE *out, const struct profile *p, enum report_region_split split, uint32_t g)
+/* A section's title: its group (--group-by, TG), thread or process. */
+static void put_title(FILE *out, const struct profile *p, enum report_region_split split, uint32_t g,
+		      const struct report_thread_groups *tg)
 {
-	if (split == REPORT_SPLIT_THREAD) {
-		const struct profile_thread *th = &p->threads[g];
+	struct sbuf s = SBUF_INIT;
 
-		fprintf(out, "\n=== %s (pid %d, tid %d) ===\n", th->comm, (int)p->procs[th->process].pid,
-			(int)th->tid);
-	} else if (split == REPORT_SPLIT_PROCESS) {
-		fprintf(out, "\n=== %s (pid %d) ===\n", p->procs[g].comm, (int)p->procs[g].pid);
-	}
+	if (tg->nr)
+		fprintf(out, "\n=== %s ===\n", tg->label[g]);
+	else if (split == REPORT_SPLIT_THREAD)
+		fprintf(out, "\n=== %s ===\n", report_thread_title(p, g, report_many_hosts(p), &s));
+	else if (split == REPORT_SPLIT_PROCESS)
+		fprintf(out, "\n=== %s ===\n", report_process_title(p, g, report_many_hosts(p), &s));
+	sbuf_release(&s);
 }
 
 int report_write_regions(FILE *out, const struct profile *p, const struct report_opts *o,
 			 const bool *keep)
 {
-	enum report_region_split split = o->per_thread ? REPORT_SPLIT_THREAD :
+	/* --group-by: the threads' rows added up per group (ranks.c) */
+	enum report_region_split split = o->per_thread || o->group_by.nr ? REPORT_SPLIT_THREAD :
 					 o->per_process ? REPORT_SPLIT_PROCESS : REPORT_SPLIT_NONE;
 	const struct profile_region_stats *st = &p->meta.regions;
+	struct report_thread_groups tg = { 0 };
 	struct report_region_totals tot;
 	size_t nr, rows = 0;
-	struct report_region_row *v = report_region_stats(p, &o->filter, keep, split, &nr, &tot);
-	char **paths = report_region_rows_order(p, v, nr, o->region_sort);
+	struct report_region_row *v;
+	char **paths;
 	uint64_t wall = p->meta.duration_ns, paused = 0;
 	uint32_t group = UINT32_MAX - 1;
 	const char *domain = NULL;
+
+	if (o->group_by.nr && report_thread_groups_init(&tg, p, &o->group_by) < 0)
+		return -EINVAL;
+	v = report_region_stats(p, &o->filter, keep, split, &nr, &tot);
+	if (o->group_by.nr)
+		v = report_region_rows_by_group(v, &nr, &tg);
+	paths = report_region_rows_order(p, v, nr, o->region_sort);
 
 	for (size_t i = 0; i < p->nr_pauses; i++)
 		paused += p->pauses[i].end_ns - p->pauses[i].start_ns;
@@ -77,7 +89,7 @@ int report_write_regions(FILE *out, const struct profile *p, const struct report
 		if (o->limit && rows >= o->limit)
 			break;
 		if (x->group != group) {
-			put_title(out, p, split, x->group);
+			put_title(out, p, split, x->group, &tg);
 			group = x->group;
 			domain = NULL;
 		}
@@ -105,6 +117,7 @@ int report_write_regions(FILE *out, const struct profile *p, const struct report
 			nr - rows == 1 ? "" : "s");
 	report_region_paths_free(paths, nr);
 	free(v);
+	report_thread_groups_release(&tg);
 	return 0;
 }
 

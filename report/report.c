@@ -196,7 +196,8 @@ static int write_report(FILE *out, const struct profile *p, const struct report_
 		ret = write_section(out, p, o, keep, NULL);
 	} else {
 		size_t nr = o->per_thread ? p->nr_threads : p->nr_procs;
-		bool *has = xcalloc(nr + 1, 1), any = false;
+		bool *has = xcalloc(nr + 1, 1), any = false, hosts = report_many_hosts(p);
+		struct sbuf name = SBUF_INIT;
 
 		for (size_t i = 0; i < p->nr_samples; i++) {
 			uint32_t t = p->samples[i].thread;
@@ -211,15 +212,13 @@ static int write_report(FILE *out, const struct profile *p, const struct report_
 
 			if (!has[x])
 				continue;
+			/* a process's rank and, from several hosts, its host tell it apart */
 			if (o->per_thread) {
-				const struct profile_thread *th = &p->threads[x];
-
 				k = report_select_samples(p, &o->filter, x, PROFILE_NONE, &n);
-				title = xstrfmt("%s (pid %d, tid %d)", th->comm,
-						(int)p->procs[th->process].pid, (int)th->tid);
+				title = xstrdup(report_thread_title(p, x, hosts, &name));
 			} else {
 				k = report_select_samples(p, &o->filter, PROFILE_NONE, x, &n);
-				title = xstrfmt("%s (pid %d)", p->procs[x].comm, (int)p->procs[x].pid);
+				title = xstrdup(report_process_title(p, x, hosts, &name));
 			}
 			if (o->format != REPORT_FOLDED) {
 				fprintf(out, "\n=== %s === %" PRIu64 " samples (%.1f%%)", title, n,
@@ -236,6 +235,7 @@ static int write_report(FILE *out, const struct profile *p, const struct report_
 			free(k);
 		}
 		free(has);
+		sbuf_release(&name);
 		ret = any ? 0 : -ENOENT;
 	}
 	free(keep);

@@ -57,7 +57,9 @@ enum report_region_sort {
  * the library of the sample's innermost frame ("[python]" for a Python
  * function); comm: its process's name, every process of that name merged;
  * process: its process; thread: its thread's name, across processes;
- * state: on-cpu, off-cpu (wall mode) or unknown.
+ * state: on-cpu, off-cpu (wall mode) or unknown; rank: its process's rank
+ * in a distributed job (none for a process without one); host: the host
+ * its process ran on.
  */
 enum report_group_key {
 	REPORT_GROUP_MODULE,
@@ -65,6 +67,8 @@ enum report_group_key {
 	REPORT_GROUP_PROCESS,
 	REPORT_GROUP_THREAD,
 	REPORT_GROUP_STATE,
+	REPORT_GROUP_RANK,
+	REPORT_GROUP_HOST,
 	REPORT_GROUP_NR
 };
 
@@ -103,7 +107,8 @@ struct report_opts {
 	enum report_region_sort region_sort; /* --format regions */
 	bool by_region;         /* table: one section per region path */
 	bool region_frames;     /* folded, svg, html: each sample's region path as frames below its stack */
-	struct report_group_by group_by; /* table: a groups' table first; groups, json: the groups */
+	struct report_group_by group_by; /* table: a groups' table first; groups, json: the groups;
+					    regions: a region table per group (keys of threads only) */
 	enum report_sort group_sort; /* the groups' order (cmd/: --sort when given, else tottime) */
 	bool split;             /* table, groups: the Python split columns (py%, native%, outside%) */
 	enum report_frames frames; /* every format: the view of Python processes' stacks */
@@ -126,6 +131,12 @@ const char *report_frames_name(enum report_frames how);
  */
 int report_group_by_parse(const char *s, struct report_group_by *out, const char **bad,
 			  size_t *bad_len);
+/*
+ * Whether every key of BY is the same for all the samples of a thread
+ * (comm, process, thread, rank, host; not module or state): what
+ * --format regions can group by. *BAD receives the first that is not.
+ */
+bool report_group_by_threads(const struct report_group_by *by, enum report_group_key *bad);
 
 /*
  * Writes the report of P to OUT. Returns 0, -ENODATA when no sample
@@ -133,8 +144,9 @@ int report_group_by_parse(const char *s, struct report_group_by *out, const char
  * when no region is named o->filter.region, -ENXIO when no sample's
  * innermost frame is in module o->filter.module, -ENOEXEC for o->split
  * when no process of P ran Python code (none has a Python frame),
- * -ENOMSG for --format regions of a profile without regions, or a
- * negative errno from writing.
+ * -ENOMSG for --format regions of a profile without regions, -EINVAL for
+ * --format regions grouped by a key that is not a thread's (module,
+ * state), or a negative errno from writing.
  */
 int report_write(FILE *out, const struct profile *p, const struct report_opts *o);
 

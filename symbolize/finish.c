@@ -272,8 +272,7 @@ static struct profile *next_profile(const struct sym_session *ss, const struct p
 	struct profile *p = profile_new();
 
 	for (size_t i = 0; i < old->nr_procs; i++)
-		profile_add_process(p, old->procs[i].pid, old->procs[i].ppid, old->procs[i].comm,
-				    old->procs[i].cmdline);
+		profile_copy_process(p, &old->procs[i]);
 	for (size_t i = 0; i < old->nr_threads; i++)
 		profile_add_thread(p, old->threads[i].tid, old->threads[i].process, old->threads[i].comm);
 	if (ss->opts.spill_dir && ss->opts.spill_chunk)

@@ -159,6 +159,16 @@ uint32_t ss_new_proc(struct sym_session *ss, int32_t pid, int32_t ppid, const ch
 	struct proc *pr;
 
 	free(cmdline);
+	/*
+	 * Its rank, as its launcher set it in the environment it was started
+	 * with; none when that is unreadable (another user's, gone already). A
+	 * forked child's is its parent's (the same environment until it execs):
+	 * read from /proc now, it could already be what the child exec'd with.
+	 */
+	if (from != IDX_NONE)
+		ss->prof->procs[out].job = ss->prof->procs[ss->procs[from].out].job;
+	else
+		(void)sym_rank_of_pid(pid, &ss->prof->procs[out].job);
 	ALLOC_GROW(ss->procs, ss->nr_procs + 1, ss->alloc_procs);
 	pr = &ss->procs[ss->nr_procs];
 	memset(pr, 0, sizeof(*pr));

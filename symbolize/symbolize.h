@@ -99,4 +99,29 @@ struct profile *sym_session_take(struct sym_session *ss,
 				 void (*progress)(size_t done, size_t total, void *arg),
 				 void *arg);
 
+/*
+ * Ranks (rank.c): a process's rank, local rank and world size in a
+ * distributed job, from the variables launchers set: RANK, LOCAL_RANK,
+ * WORLD_SIZE (torchrun), OMPI_COMM_WORLD_RANK/_LOCAL_RANK/_SIZE (Open MPI),
+ * PMI_RANK, PMI_SIZE, MPI_LOCALRANKID (MPICH, Intel MPI), PMIX_RANK,
+ * MV2_COMM_WORLD_* (MVAPICH2), SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS
+ * (srun), in that order, the first that holds a whole decimal number
+ * winning: a value that is not one ("abc", "-1", "3 ") is passed over, and
+ * with none the field is unknown (PROFILE_RANK_NONE, world size 0), never 0.
+ *
+ * sym_rank_parse asks LOOKUP for each variable's value (NULL when unset).
+ * sym_rank_of_environ reads a block of LEN bytes of NAME=VALUE entries,
+ * each ended by a NUL, as /proc/PID/environ holds them (BUF[LEN] must be
+ * readable and NUL). sym_rank_of_pid reads /proc/PID/environ: the
+ * environment the process was started with (its execve), not the changes
+ * it made to it since (setenv, os.environ); it returns a negative errno,
+ * and no rank, when that cannot be read (another user's process, one gone).
+ * sym_rank_of_self is our own environment, which a command we start gets.
+ */
+void sym_rank_parse(const char *(*lookup)(const char *name, void *arg), void *arg,
+		    struct profile_rank *out);
+void sym_rank_of_environ(const char *buf, size_t len, struct profile_rank *out);
+int sym_rank_of_pid(int32_t pid, struct profile_rank *out);
+void sym_rank_of_self(struct profile_rank *out);
+
 #endif

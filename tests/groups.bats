@@ -310,7 +310,7 @@ EOF
 	run --separate-stderr "$PROFTOOL" report --group-by nonsense g.data
 	[ "$status" -eq 2 ]
 	one_error_line
-	[ "$stderr" = "proftool: unknown --group-by key 'nonsense' (use module, comm, process, thread or state); see 'proftool report --help'" ]
+	[ "$stderr" = "proftool: unknown --group-by key 'nonsense' (use module, comm, process, thread, state, rank or host); see 'proftool report --help'" ]
 	run --separate-stderr "$PROFTOOL" report --group-by comm,modul g.data
 	[ "$status" -eq 2 ]
 	[[ "$stderr" == "proftool: unknown --group-by key 'modul' "* ]]
@@ -328,7 +328,7 @@ EOF
 		run --separate-stderr "$PROFTOOL" report --group-by module --format "$fmt" -o x g.data
 		[ "$status" -eq 2 ]
 		one_error_line
-		[[ "$stderr" == "proftool: --group-by goes with table, groups and json"* ]]
+		[[ "$stderr" == "proftool: --group-by goes with table, groups, json and regions"* ]]
 	done
 	for fmt in tree json pprof; do
 		run --separate-stderr "$PROFTOOL" report --split --format "$fmt" -o x py.data

@@ -272,7 +272,7 @@ check_values() {
 	offers "$1" proftool report --format s :: speedscope svg
 	# --group-by's keys, separated by commas: the last one, among those not given yet
 	offers "$1" proftool report --group-by comm,m :: comm,module
-	offers "$1" proftool report --group-by module,comm, :: module,comm,process module,comm,thread module,comm,state
+	offers "$1" proftool report --group-by module,comm, :: module,comm,process module,comm,thread module,comm,state module,comm,rank module,comm,host
 	offers "$1" proftool record -g '' :: dwarf fp none
 	offers "$1" proftool record -qg '' :: dwarf fp none
 	# numbers, names and expressions get nothing (not files)

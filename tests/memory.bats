@@ -229,8 +229,10 @@ assert p["unit"] == "none" and p["endValue"] == sum(p["weights"]) and set(p["wei
 	ping=$(fshare ping_side <<<"$output")
 	pong=$(fshare pong_side <<<"$output")
 	at_least "$(awk -v a="$ping" -v b="$pong" 'BEGIN { print a + b }')" 95
-	at_least "$ping" 10
-	at_least "$pong" 10
+	# how a hand-over splits between the two (a wake-up may preempt the waker, or not) is
+	# the scheduler's; each side switches out at least once a round
+	at_least "$ping" 5
+	at_least "$pong" 5
 	"$PROFTOOL" report cs.data | grep -qE 'event context-switches,.*|a sample every 10 context-switches'
 }
 

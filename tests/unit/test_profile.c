@@ -400,6 +400,101 @@ static void states_round_trip(void)
 	unlink(path);
 }
 
+/* A process's rank, local rank and world size come back; one without them has none, never 0. */
+static void ranks_round_trip(void)
+{
+	struct profile *p = sample_profile(), *q;
+	uint32_t r = profile_add_process(p, 200, 100, "worker", NULL);
+	char path[128], err[256] = "";
+
+	p->procs[r].job = (struct profile_rank){ 3, 1, 8 };
+	r = profile_add_process(p, 201, 100, "half", NULL);
+	p->procs[r].job.rank = 0;       /* a rank, no local rank nor world size */
+	snprintf(path, sizeof(path), "%s/ranks.data", dir);
+	CHECK(profile_write(p, path, err, sizeof(err)) == 0);
+	q = profile_read(path, err, sizeof(err));
+	CHECK(q != NULL);
+	if (q) {
+		CHECK_EQ_U(q->nr_procs, 3);
+		CHECK(q->procs[0].job.rank == PROFILE_RANK_NONE);
+		CHECK(q->procs[0].job.local_rank == PROFILE_RANK_NONE);
+		CHECK(q->procs[0].job.world_size == 0);
+		CHECK(q->procs[1].job.rank == 3 && q->procs[1].job.local_rank == 1 &&
+		      q->procs[1].job.world_size == 8);
+		CHECK(q->procs[2].job.rank == 0 && q->procs[2].job.local_rank == PROFILE_RANK_NONE &&
+		      q->procs[2].job.world_size == 0);
+		/* merged, each keeps its own */
+		profile_merge(q, p);
+		CHECK_EQ_U(q->nr_procs, 6);
+		CHECK(q->procs[4].job.rank == 3 && q->procs[4].job.world_size == 8);
+		CHECK(q->procs[3].job.rank == PROFILE_RANK_NONE);
+	}
+	profile_free(q);
+	profile_free(p);
+	unlink(path);
+}
+
+/*
+ * Every process has its host: the recording's when read from a file that
+ * names none; merged, processes of two hosts with one pid stay two and
+ * keep their hosts through a write and a read.
+ */
+static void hosts(void)
+{
+	struct profile *a = sample_profile(), *b = sample_profile(), *q;
+	char path[128], err[256] = "";
+	const char **h;
+
+	profile_set_host(a, "node-a");
+	profile_set_host(b, "node-b");
+	CHECK(!strcmp(a->procs[0].host, "node-a"));
+	profile_merge(a, b);
+	CHECK_EQ_U(a->nr_procs, 2);
+	CHECK_EQ_U(a->procs[0].pid, a->procs[1].pid);
+	CHECK(!strcmp(a->procs[1].host, "node-b"));
+	CHECK(!strcmp(a->meta.host, "node-a"));
+	CHECK_EQ_U(profile_hosts(a, &h), 2);
+	CHECK(!strcmp(h[0], "node-a") && !strcmp(h[1], "node-b"));
+	free(h);
+	snprintf(path, sizeof(path), "%s/hosts.data", dir);
+	CHECK(profile_write(a, path, err, sizeof(err)) == 0);
+	q = profile_read(path, err, sizeof(err));
+	CHECK(q != NULL);
+	if (q) {
+		CHECK(!strcmp(q->procs[0].host, "node-a"));
+		CHECK(!strcmp(q->procs[1].host, "node-b"));
+		CHECK_EQ_U(q->nr_threads, 4);
+	}
+	profile_free(q);
+	/* a process of a recording whose host is unknown stays unknown */
+	profile_free(b);
+	b = sample_profile();
+	profile_merge(a, b);
+	CHECK(a->procs[2].host == NULL);
+	CHECK_EQ_U(profile_hosts(a, &h), 3);
+	free(h);
+	/* the snapshots of one recording: one process, on one host */
+	profile_free(a);
+	profile_free(b);
+	a = sample_profile();
+	b = sample_profile();
+	profile_set_host(a, "node-a");
+	profile_set_host(b, "node-a");
+	a->meta.series = strdup("s");
+	b->meta.series = strdup("s");
+	profile_merge(a, b);
+	CHECK_EQ_U(a->nr_procs, 1);
+	profile_free(b);
+	b = sample_profile();
+	profile_set_host(b, "node-b");
+	b->meta.series = strdup("s");
+	profile_merge(a, b);
+	CHECK_EQ_U(a->nr_procs, 2);
+	profile_free(a);
+	profile_free(b);
+	unlink(path);
+}
+
 static void rejects(const char *text, int want_errno, const char *want_msg)
 {
 	char path[128], err[256] = "";
@@ -457,6 +552,18 @@ static void bad_files(void)
 	rejects(PY_META("[{\"interpreter\":\"/p\",\"samples\":1,\"with_frames\":0,\"misses\":[{\"count\":1}]}]"),
 		EBADMSG, "python entry 0: miss 0 is malformed");
 #undef PY_META
+#define PROC(x) "{\"format\":\"proftool-profile\",\"version\":1,\"meta\":{}," \
+	"\"functions\":{\"name\":[],\"module\":[],\"file\":[],\"line\":[]}," \
+	"\"locations\":{\"function\":[],\"line\":[]},\"stacks\":{\"parent\":[],\"location\":[]}," \
+	"\"processes\":[{\"pid\":1,\"ppid\":0,\"comm\":\"a\"," x "}],\"threads\":[]," \
+	"\"samples\":{\"time_us_delta\":[],\"thread\":[],\"stack\":[]}}"
+	rejects(PROC("\"rank\":-1"), EBADMSG, "process 0 is malformed");
+	rejects(PROC("\"rank\":\"3\""), EBADMSG, "process 0 is malformed");
+	rejects(PROC("\"local_rank\":2147483648"), EBADMSG, "process 0 is malformed");
+	rejects(PROC("\"world_size\":0"), EBADMSG, "process 0 is malformed");
+	rejects(PROC("\"world_size\":null"), EBADMSG, "process 0 is malformed");
+	rejects(PROC("\"host\":1"), EBADMSG, "process 0 is malformed");
+#undef PROC
 }
 
 int main(void)
@@ -476,6 +583,8 @@ int main(void)
 	RUN(states_round_trip);
 	RUN(dropping_spilled);
 	RUN(regions_round_trip);
+	RUN(ranks_round_trip);
+	RUN(hosts);
 	rmdir(dir);
 	UNIT_DONE();
 }

@@ -2,11 +2,14 @@
 /*
  * Context switches for -e context-switches: threads ping and pong hand one
  * byte back and forth over two pipes ROUNDS times (default 20000), each
- * blocking in read() until the other writes, so that every hand-over is a
- * switch on each side: ping_side and pong_side switch out equally often.
+ * blocking in read() until the other writes. Both run on one CPU (the first
+ * the process may use), so that every hand-over is a switch on each side,
+ * whatever the machine: ping_side and pong_side switch out equally often.
  * Usage: pingpong [ROUNDS]
  */
+#define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -46,9 +49,21 @@ static __attribute__((noinline)) void ping_side(void)
 int main(int argc, char **argv)
 {
 	pthread_t t;
+	cpu_set_t cpus, one;
 
 	if (argc > 1)
 		rounds = parse_count("ROUNDS", argv[1], 100000000);
+	/* one CPU for both: the thread created next inherits it */
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0) {
+		CPU_ZERO(&one);
+		for (int c = 0; c < CPU_SETSIZE; c++) {
+			if (CPU_ISSET(c, &cpus)) {
+				CPU_SET(c, &one);
+				break;
+			}
+		}
+		sched_setaffinity(0, sizeof(one), &one);
+	}
 	if (pipe(to_pong) || pipe(to_ping) || pthread_create(&t, NULL, pong_side, NULL))
 		return 1;
 	ping_side();
