@@ -152,11 +152,13 @@ bool sampling_python_process(pid_t pid)
  * A counting event's sample period: -c N, else every 100th event (a
  * fault-heavy job, a few hundred thousand faults a second, gets a thousand
  * or so samples a second; a light one still some), every major fault
- * (rare, and each costs a disk read). 0 for clock events.
+ * (rare, and each costs a disk read). 0 for clock events, and for a
+ * counting event sampled by frequency (-F: the kernel adapts the period,
+ * each sample weighing its own).
  */
 static uint64_t sample_period(const struct sampling_opts *o)
 {
-	if (!sampler_event_counts(o->event))
+	if (!sampler_event_counts(o->event) || (o->freq_given && !o->period))
 		return 0;
 	if (o->period)
 		return o->period;

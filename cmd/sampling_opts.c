@@ -39,7 +39,8 @@ const char sampling_usage[] =
 	"                       seconds (perf backend); cycles, instructions where the\n"
 	"                       machine has them\n"
 	"  -c N                 counting events: a sample every N events (default 100,\n"
-	"                       major-faults 1)\n"
+	"                       major-faults 1); with -F instead, about HZ samples a\n"
+	"                       second, each weighing the events since the last\n"
 	"  --backend auto|perf|ptrace\n"
 	"                       perf_event_open, or ptrace (stops threads to sample them;\n"
 	"                       needs no perf_event permission); auto (default) uses perf\n"
@@ -208,8 +209,8 @@ int sampling_validate(const struct sampling_opts *o, const char *command)
 	if (o->period && !sampler_event_counts(o->event))
 		return usage_error(command, "-c N goes with the counting events (page-faults, minor-faults, major-faults, "
 				   "context-switches); -e %s samples by -F", sampler_event_name(o->event));
-	if (sampler_event_counts(o->event) && o->freq_given)
-		return usage_error(command, "-e %s samples every N events (-c N), not by frequency (-F)",
+	if (o->period && o->freq_given)
+		return usage_error(command, "-c and -F do not go together: -e %s samples every N events or N times a second",
 				   sampler_event_name(o->event));
 	if (sampler_event_counts(o->event) && (o->wall || o->backend == BACKEND_PTRACE))
 		return usage_error(command, "the ptrace backend samples time only and cannot count events; "

@@ -239,7 +239,7 @@ void zput_int(struct zout *z, int64_t v, bool first)
 	zput(z, q, (size_t)(e - q));
 }
 
-enum column { COL_TIME, COL_THREAD, COL_STACK, COL_REGION, COL_STATE };
+enum column { COL_TIME, COL_THREAD, COL_STACK, COL_REGION, COL_STATE, COL_WEIGHT };
 
 static int write_column(struct zout *z, const struct profile *p, enum column col)
 {
@@ -255,11 +255,28 @@ static int write_column(struct zout *z, const struct profile *p, enum column col
 			    col == COL_THREAD ? (int64_t)s->thread :
 			    col == COL_STACK ? (int64_t)s->stack :
 			    col == COL_REGION ? (s->region == PROFILE_NONE ? -1 : (int64_t)s->region) :
-			    (int64_t)s->state, first);
+			    col == COL_WEIGHT ? (int64_t)s->weight_ns : (int64_t)s->state, first);
 		prev_us = us;
 		first = false;
 	}
 	return profile_iter_free(it);
+}
+
+/*
+ * Whether a sample weighs other than meta.period_ns: a counting event
+ * sampled by frequency (the kernel adapts the period), whose weights then
+ * have a column of their own.
+ */
+static bool weights_vary(const struct profile *p)
+{
+	struct profile_iter *it = profile_iter_new(p);
+	const struct profile_sample *s;
+	bool vary = false;
+
+	while (!vary && (s = profile_iter_next(it)))
+		vary = s->weight_ns != (uint32_t)p->meta.period_ns;
+	profile_iter_free(it);
+	return vary;
 }
 
 /* The sample columns, the bulk of a long profile, written as text after the tables. */
@@ -267,15 +284,16 @@ static int write_samples(struct zout *z, const struct profile *p)
 {
 	static const char *const heads[] = {
 		",\"samples\":{\"time_us_delta\":[", "],\"thread\":[", "],\"stack\":[", "],\"region\":[",
-		"],\"state\":["
+		"],\"state\":[", "],\"weight\":["
 	};
 	/* the state column only where it says something: wall mode; the region one with regions */
 	bool wall = p->meta.mode && !strcmp(p->meta.mode, "wall");
 	int ret = 0;
 
 	profile_regions_write_columns(z, p);
-	for (enum column c = COL_TIME; c <= COL_STATE && !ret; c++) {
-		if ((c == COL_REGION && !p->nr_region_nodes) || (c == COL_STATE && !wall))
+	for (enum column c = COL_TIME; c <= COL_WEIGHT && !ret; c++) {
+		if ((c == COL_REGION && !p->nr_region_nodes) || (c == COL_STATE && !wall) ||
+		    (c == COL_WEIGHT && !weights_vary(p)))
 			continue;
 		zputs(z, heads[c]);
 		ret = write_column(z, p, c);

@@ -306,7 +306,7 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 	json_t *st = json_object_get(root, "stacks"), *sa = json_object_get(root, "samples");
 	json_t *procs = reader_array(r, root, "processes", 0, false);
 	json_t *threads = reader_array(r, root, "threads", 0, false);
-	json_t *a, *b, *c, *d, *e;
+	json_t *a, *b, *c, *d, *e, *wt;
 	size_t n;
 	uint64_t t_us = 0;
 
@@ -396,6 +396,8 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 	d = json_object_get(sa, "state") ? reader_array(r, sa, "state", n, true) : NULL;
 	/* likewise: files with regions have it */
 	e = json_object_get(sa, "region") ? reader_array(r, sa, "region", n, true) : NULL;
+	/* likewise: samples that weigh other than meta.period_ns (a counting event by frequency) */
+	wt = json_object_get(sa, "weight") ? reader_array(r, sa, "weight", n, true) : NULL;
 	if (r->bad)
 		return;
 	if (n && (!p->nr_threads || !p->nr_stacks)) {
@@ -416,7 +418,8 @@ static void read_tables(struct reader *r, struct profile *p, json_t *root)
 			break;
 		}
 		t_us += dt;
-		profile_add_sample(p, t_us * 1000, th, sk, (uint32_t)p->meta.period_ns, state);
+		profile_add_sample(p, t_us * 1000, th, sk, wt ? (uint32_t)reader_int_at(r, wt, i, 0, UINT32_MAX, "sample weight") :
+				   (uint32_t)p->meta.period_ns, state);
 		if (e) {
 			json_int_t rg = reader_int_at(r, e, i, -1, (json_int_t)p->nr_region_nodes - 1,
 						      "sample region");

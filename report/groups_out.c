@@ -58,8 +58,9 @@ void report_write_groups(FILE *out, const struct profile *p, const struct report
 
 		snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, x->self, x->cum);
 		fprintf(out, "%15s %9s %5.1f%% %9s %5.1f%%", ns, report_weight_str(p, x->self_ns, w1, sizeof(w1)),
-			pct(x->self, g.total), report_weight_str(p, x->cum_ns, w2, sizeof(w2)),
-			pct(x->cum, g.total));
+			report_share(p, x->self, x->self_ns, g.total, g.total_ns),
+			report_weight_str(p, x->cum_ns, w2, sizeof(w2)),
+			report_share(p, x->cum, x->cum_ns, g.total, g.total_ns));
 		if (o->split)
 			fprintf(out, " %5.1f%% %6.1f%% %7.1f%%", pct(x->split[REPORT_PY_CODE], g.total),
 				pct(x->split[REPORT_PY_NATIVE], g.total),

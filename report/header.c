@@ -163,10 +163,18 @@ static void put_rate(FILE *out, const struct profile *p, bool filtered)
 		if (pct >= 0.05)
 			fprintf(out, ", so a share below may be off by up to %.1f points", pct);
 	}
-	if (report_counts_events(p) && m->period_ns)
-		fprintf(out, "; a sample every %" PRIu64 " %s (%" PRIu64 " in all)", m->period_ns, m->event,
-			p->nr_samples * m->period_ns);
-	else if (m->mode && !strcmp(m->mode, "wall") && secs > 0)
+	if (report_counts_events(p)) {
+		uint64_t events = 0;
+
+		for (size_t i = 0; i < p->nr_samples; i++)
+			events += p->samples[i].weight_ns;
+		if (m->period_ns)
+			fprintf(out, "; a sample every %" PRIu64 " %s (%" PRIu64 " in all)", m->period_ns,
+				m->event, events);
+		else
+			fprintf(out, "; about %u samples a second of %s requested, each weighing the %s "
+				"since the one before (%" PRIu64 " in all)", m->freq, m->event, m->event, events);
+	} else if (m->mode && !strcmp(m->mode, "wall") && secs > 0)
 		fprintf(out, "; %.1f samples per second of wall-clock time (%u Hz requested per thread)",
 			p->nr_samples / secs, m->freq);
 	else if (m->freq && cpu > 0)

@@ -223,6 +223,13 @@ const char *report_weight_str(const struct profile *p, uint64_t weight, char *bu
 	return buf;
 }
 
+double report_share(const struct profile *p, uint64_t n, uint64_t w, uint64_t total, uint64_t total_w)
+{
+	if (report_counts_events(p))
+		return total_w ? 100.0 * w / total_w : 0.0;
+	return total ? 100.0 * n / total : 0.0;
+}
+
 const char *report_self_heading(const struct profile *p)
 {
 	return report_counts_events(p) ? "totevents" : "tottime";

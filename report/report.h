@@ -201,6 +201,12 @@ void report_sort_stats(const struct profile *p, struct report_func_stat *st, siz
 bool report_counts_events(const struct profile *p);
 /* WEIGHT as the text reports print it, into BUF (N bytes): "%.3f" seconds, or a count. */
 const char *report_weight_str(const struct profile *p, uint64_t weight, char *buf, size_t n);
+/*
+ * The percentage a row of N samples weighing W is of TOTAL samples weighing
+ * TOTAL_W: by samples, or for a counting event by events (sampled by
+ * frequency, its samples weigh their own periods).
+ */
+double report_share(const struct profile *p, uint64_t n, uint64_t w, uint64_t total, uint64_t total_w);
 /* The tables' headings of self and cumulative weight: tottime/cumtime, or totevents/cumevents. */
 const char *report_self_heading(const struct profile *p);
 const char *report_cum_heading(const struct profile *p);

@@ -38,8 +38,9 @@ void report_write_table(FILE *out, const struct profile *p, const struct report_
 		snprintf(ns, sizeof(ns), "%" PRIu64 "/%" PRIu64, s->self, s->cum);
 		fprintf(out, "%15s %9s %5.1f%% %9s %5.1f%%", ns,
 			report_weight_str(p, s->self_ns, w1, sizeof(w1)),
-			total ? 100.0 * s->self / total : 0.0, report_weight_str(p, s->cum_ns, w2, sizeof(w2)),
-			total ? 100.0 * s->cum / total : 0.0);
+			report_share(p, s->self, s->self_ns, total, total_ns),
+			report_weight_str(p, s->cum_ns, w2, sizeof(w2)),
+			report_share(p, s->cum, s->cum_ns, total, total_ns));
 		if (split) {
 			const uint64_t *n = split[o->lines ? s->loc : s->func].n;
 

@@ -47,7 +47,8 @@ static void print_subtree(FILE *out, const struct profile *p, const struct repor
 			char w1[32], w2[32];
 
 			fprintf(out, "%6.1f%% %6.1f%% %9s %9s %9" PRIu64 "  %*s",
-				100.0 * nd->cum / t->total, 100.0 * nd->self / t->total,
+				report_share(p, nd->cum, nd->cum_ns, t->total, t->total_ns),
+				report_share(p, nd->self, nd->self_ns, t->total, t->total_ns),
 				report_weight_str(p, nd->cum_ns, w1, sizeof(w1)),
 				report_weight_str(p, nd->self_ns, w2, sizeof(w2)), nd->cum, indent_of(top), "");
 			/* past MAX_INDENT the depth is written out instead of spaces */
