@@ -173,8 +173,13 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	frames = ss->stack_frames;
 	nr_frames = nr_user;
 	if (r->sample.extra_size) {
+		/*
+		 * A stack continued by scanning may end short of its thread's
+		 * entry without a stop reason: the Python runs its eval loops do
+		 * not account for go on outwards, as for a cut one
+		 */
 		nr_frames = ss_py_merge(ss, r->sample.extra, r->sample.extra_size, user, frames,
-					nr_user, stop != SYM_STOP_NONE, ss->merged);
+					nr_user, stop != SYM_STOP_NONE || scanned, ss->merged);
 		frames = ss->merged;
 	}
 	if (!nr_frames && !nk)
