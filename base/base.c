@@ -2,11 +2,13 @@
 /* Checked allocation, hashing, the id index and clocks shared by every stage. */
 #include "base.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static void (*oom_handler)(size_t);
 
@@ -306,4 +308,36 @@ uint64_t time_mono_ns(void)
 uint64_t time_real_ns(void)
 {
 	return clock_ns(CLOCK_REALTIME);
+}
+
+bool proc_statm_parse(const char *buf, uint64_t *rss, uint64_t *anon)
+{
+	static long page;
+	unsigned long long size, resident, shared;
+
+	if (!page)
+		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
+	if (sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3 || !resident)
+		return false;
+	*rss = resident * (uint64_t)page;
+	*anon = resident > shared ? (resident - shared) * (uint64_t)page : 0;
+	return true;
+}
+
+bool proc_statm_read(int32_t pid, uint64_t *rss, uint64_t *anon)
+{
+	char path[64], buf[256];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/statm", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return proc_statm_parse(buf, rss, anon);
 }

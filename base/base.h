@@ -89,6 +89,15 @@ void idx_insert(struct idx *x, uint64_t hash, uint32_t id);
  */
 uint32_t idx_next(const struct idx *x, uint64_t hash, size_t *pos);
 
+/*
+ * /proc/PID/statm's text BUF as bytes resident (*RSS) and of them anonymous
+ * (*ANON: resident less shared). False when it cannot be read, or nothing
+ * is resident (a zombie).
+ */
+bool proc_statm_parse(const char *buf, uint64_t *rss, uint64_t *anon);
+/* Reads /proc/PID/statm so; false when the process is gone. */
+bool proc_statm_read(int32_t pid, uint64_t *rss, uint64_t *anon);
+
 /* A word and what it stands for, in the tables that parse user spellings (aliases included). */
 struct name_value {
 	const char *name;

@@ -395,9 +395,15 @@ static void shift_sample(struct profile_sample *s, void *arg)
 void profile_add_rss(struct profile *p, uint32_t proc, uint64_t time_ns, uint64_t rss, uint64_t anon)
 {
 	struct profile_process *pr = &p->procs[proc];
+	size_t at = pr->nr_rss;
 
 	ALLOC_GROW(pr->rss, pr->nr_rss + 1, pr->alloc_rss);
-	pr->rss[pr->nr_rss++] = (struct profile_rss){ time_ns, rss, anon };
+	/* a reading taken with a sample may come after a later one: kept in time order */
+	while (at && pr->rss[at - 1].time_ns > time_ns)
+		at--;
+	memmove(&pr->rss[at + 1], &pr->rss[at], (pr->nr_rss - at) * sizeof(*pr->rss));
+	pr->rss[at] = (struct profile_rss){ time_ns, rss, anon };
+	pr->nr_rss++;
 }
 
 const struct profile_rss *profile_rss_peak(const struct profile *p, uint32_t proc)

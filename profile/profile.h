@@ -263,7 +263,7 @@ uint32_t profile_add_func(struct profile *p, const char *name, const char *modul
 			  const char *file, uint32_t line);
 uint32_t profile_add_loc(struct profile *p, uint32_t func, uint32_t line);
 uint32_t profile_add_stack(struct profile *p, uint32_t parent, uint32_t loc);
-/* Appends a reading to process PROC's (readings come in time order). */
+/* Adds a reading to process PROC's, which are kept in time order. */
 void profile_add_rss(struct profile *p, uint32_t proc, uint64_t time_ns, uint64_t rss, uint64_t anon);
 /* PROC's largest reading, or NULL when it has none. */
 const struct profile_rss *profile_rss_peak(const struct profile *p, uint32_t proc);

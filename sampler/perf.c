@@ -184,6 +184,8 @@ void perf_sampler_close(struct perf_sampler *s)
 		free(s->chunks[k].buf);
 	free(s->chunks);
 	free(s->pend);
+	free(s->rss_pid);
+	idx_release(&s->rss_pids);
 	free(s->chain);
 	free(s);
 }

@@ -166,6 +166,32 @@ static uint32_t hook_record(struct perf_sampler *s, struct stage *st, size_t off
 	}
 }
 
+/*
+ * The first sample of a process read the process's resident memory into
+ * PE, while it still runs: the recorder's own readings, a few times a
+ * second, miss a process that lives a few ms. (An exec'd process keeps its
+ * pid and is read by them.)
+ */
+static void first_rss(struct perf_sampler *s, const unsigned char *rec, struct pending *pe)
+{
+	uint32_t pid;
+	uint64_t h;
+	size_t pos = 0;
+	uint32_t id;
+
+	/* header, ip, then pid and tid */
+	memcpy(&pid, rec + sizeof(struct perf_event_header) + 8, 4);
+	h = hash_u64(pid);
+	while ((id = idx_next(&s->rss_pids, h, &pos)) != IDX_NONE)
+		if (s->rss_pid[id] == (int32_t)pid)
+			return;
+	ALLOC_GROW(s->rss_pid, s->nr_rss_pid + 1, s->alloc_rss_pid);
+	s->rss_pid[s->nr_rss_pid] = (int32_t)pid;
+	idx_insert(&s->rss_pids, h, (uint32_t)s->nr_rss_pid++);
+	if (!proc_statm_read((int32_t)pid, &pe->rss, &pe->rss_anon))
+		pe->rss = pe->rss_anon = 0;
+}
+
 /* Copies the records of one ring buffer into the stage. Called with the lock held. */
 static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *st)
 {
@@ -198,6 +224,9 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *s
 		pe->extra = extra;
 		pe->seq = s->seq++;
 		pe->time = record_time((struct perf_event_header *)(st->buf + st->len));
+		pe->rss = pe->rss_anon = 0;
+		if (h.type == PERF_RECORD_SAMPLE)
+			first_rss(s, st->buf + st->len, pe);
 		st->len += len + extra;
 		__atomic_add_fetch(&s->buffered, len + extra, __ATOMIC_RELAXED);
 		tail += h.size;

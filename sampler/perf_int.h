@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/base.h"
 #include "internal.h"
 
 struct cpu_buf {
@@ -28,6 +29,7 @@ struct pending {
 	uint32_t chunk;
 	uint32_t len;           /* the record's bytes, then what the hook wrote after them */
 	uint32_t extra;         /* the hook's bytes (8-byte aligned after the record) */
+	uint64_t rss, rss_anon; /* a process's first sample: its resident memory then; 0 none */
 };
 
 /*
@@ -73,6 +75,9 @@ struct perf_sampler {
 	int stop_fd;                    /* eventfd: the drain thread must end */
 	struct stage stage;             /* under lock */
 	uint64_t seq;                   /* drain thread (or the reader once it ended) */
+	struct idx rss_pids;            /* drain thread: processes whose first sample read their RSS */
+	int32_t *rss_pid;
+	size_t nr_rss_pid, alloc_rss_pid;
 	uint64_t buffered;              /* atomic: bytes copied out, not delivered yet */
 
 	/* the reader's: records taken from the stage, waiting for their turn */

@@ -182,7 +182,7 @@ static const char *bounded_str(const unsigned char *p, const unsigned char *end,
 	return buf;
 }
 
-static int deliver(struct perf_sampler *s, const struct perf_event_header *h, uint32_t extra,
+static int deliver(struct perf_sampler *s, const struct perf_event_header *h, const struct pending *pe,
 		   sampler_cb cb, void *arg)
 {
 	const unsigned char *p = (const unsigned char *)(h + 1);
@@ -203,8 +203,10 @@ static int deliver(struct perf_sampler *s, const struct perf_event_header *h, ui
 	case PERF_RECORD_SAMPLE:
 		if (!parse_sample(s, p, end, h->misc, &r))
 			return 0;
-		r.sample.extra = extra ? end : NULL;
-		r.sample.extra_size = extra;
+		r.sample.extra = pe->extra ? end : NULL;
+		r.sample.extra_size = pe->extra;
+		r.sample.rss = pe->rss;
+		r.sample.rss_anon = pe->rss_anon;
 		s->nr_samples++;
 		break;
 	case PERF_RECORD_MMAP2:
@@ -298,8 +300,7 @@ int perf_deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, vo
 	for (i = 0; i < s->nr_pend && s->pend[i].time < limit; i++) {
 		struct chunk *c = &s->chunks[s->pend[i].chunk];
 
-		ret = deliver(s, (struct perf_event_header *)(c->buf + s->pend[i].off), s->pend[i].extra,
-			      cb, arg);
+		ret = deliver(s, (struct perf_event_header *)(c->buf + s->pend[i].off), &s->pend[i], cb, arg);
 		c->live--;
 		__atomic_sub_fetch(&s->buffered, s->pend[i].len, __ATOMIC_RELAXED);
 		if (ret) {

@@ -132,6 +132,13 @@ struct sampler_rec {
 			enum sampler_state state; /* wall mode: running or waiting */
 			const void *extra;      /* what the hook wrote (struct sampler_hook) */
 			size_t extra_size;
+			/*
+			 * The process's resident memory read as its first sample
+			 * was taken (perf: as it was drained, a few ms later), so
+			 * that a process too short for the recorder's own readings
+			 * has one: bytes, and of them anonymous; rss 0 when not read
+			 */
+			uint64_t rss, rss_anon;
 		} sample;
 		struct {
 			uint64_t start, len, pgoff;

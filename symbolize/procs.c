@@ -74,14 +74,10 @@ static char *read_cmdline(int32_t pid)
  */
 static bool read_statm(struct sym_session *ss, struct proc *pr, uint64_t *rss, uint64_t *anon)
 {
-	static long page;
 	char path[64], buf[256];
-	unsigned long long size, resident, shared;
 	ssize_t n;
 	int fd = pr->statm_fd - 1;
 
-	if (!page)
-		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
 	if (fd < 0) {
 		snprintf(path, sizeof(path), "/proc/%d/statm", (int)pr->pid);
 		fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -103,11 +99,7 @@ static bool read_statm(struct sym_session *ss, struct proc *pr, uint64_t *rss, u
 	if (n <= 0)
 		return false;
 	buf[n] = '\0';
-	if (sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3 || !resident)
-		return false;
-	*rss = resident * (uint64_t)page;
-	*anon = resident > shared ? (resident - shared) * (uint64_t)page : 0;
-	return true;
+	return proc_statm_parse(buf, rss, anon);
 }
 
 /* A reading of process PROC's resident memory, now. */

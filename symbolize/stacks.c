@@ -198,6 +198,10 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	for (uint32_t i = nk; i-- > 0;)
 		node = intern_node(ss, node, ss_intern_frame(ss, MOD_KERNEL, i ? chain[i] - 1 : chain[i]));
 	ss->scanned += scanned > 0;
+	/* the process's resident memory when its first sample was taken (perf backend) */
+	if (r->sample.rss && pr)
+		profile_add_rss(ss->prof, pr->out, r->time > ss->opts.start_ns ? r->time - ss->opts.start_ns : 0,
+				r->sample.rss, r->sample.rss_anon);
 	profile_add_sample(ss->prof, r->time > ss->opts.start_ns ? r->time - ss->opts.start_ns : 0,
 			   t, node, !ss->opts.weight_is_period ? ss->opts.weight_ns :
 			   r->sample.period > UINT32_MAX ? UINT32_MAX : (uint32_t)r->sample.period,

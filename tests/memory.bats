@@ -115,6 +115,15 @@ t = [x[0] for x in pr["rss"]["readings"]]
 assert len(t) >= 4 and t == sorted(t) and t[-1] > 0.5, t'
 }
 
+@test "memory: a process shorter than the readings' interval gets one, read as its first sample was" {
+	# forker's parent and child each compute about 90 ms, less than the 250 ms between readings
+	for backend in perf ptrace; do
+		record_to fk.data --backend "$backend" -- "$WORKLOADS/forker" 0.3
+		[ "$(pjson fk.data 'sorted((pr["comm"], len(pr.get("rss", {}).get("time_us", [])) > 0) for pr in p["processes"])')" = \
+			"[('forked-child', True), ('forker-parent', True)]" ]
+	done
+}
+
 @test "memory: top's header gives the processes' resident memory" {
 	run --separate-stderr "$PROFTOOL" top --cumulative --interval 0.5 --limit 3 -q -- "$WORKLOADS/memtouch" 60 20 1
 	[ "$status" -eq 0 ]
