@@ -53,6 +53,7 @@ struct py_proc {
 	/* frames visited by the current walk: slots whose gen differs are empty */
 	uint64_t seen[SEEN_SLOTS];
 	uint32_t seen_gen[SEEN_SLOTS];
+	uint32_t seen_val[SEEN_SLOTS];  /* read_codes: a code object's index among the distinct ones */
 	uint32_t gen;
 	struct py_pages pages;          /* the target's pages read during the current stack read */
 	uint64_t counts[PY_STACK_NR];
@@ -60,7 +61,6 @@ struct py_proc {
 	struct walked *walked;
 	size_t walked_alloc;
 	uint64_t *code_addr;
-	uint32_t *code_order;
 	uint8_t (*code_hdr)[PY_HDR_MAX];
 	bool *code_ok;
 	size_t codes_alloc;
@@ -126,7 +126,6 @@ void py_proc_free(struct py_proc *p)
 	py_pages_release(&p->pages);
 	free(p->walked);
 	free(p->code_addr);
-	free(p->code_order);
 	free(p->code_hdr);
 	free(p->code_ok);
 	free(p->threads);
@@ -319,7 +318,6 @@ static void scratch_grow(struct py_proc *p, size_t n)
 	if (n > p->codes_alloc) {
 		p->codes_alloc = n;
 		p->code_addr = xrealloc(p->code_addr, st_mult(p->codes_alloc, sizeof(*p->code_addr)));
-		p->code_order = xrealloc(p->code_order, st_mult(p->codes_alloc, sizeof(*p->code_order)));
 		p->code_hdr = xrealloc(p->code_hdr, st_mult(p->codes_alloc, sizeof(*p->code_hdr)));
 		p->code_ok = xrealloc(p->code_ok, st_mult(p->codes_alloc, sizeof(*p->code_ok)));
 	}
@@ -398,12 +396,21 @@ torn:
 	return n;
 }
 
-static int walked_code_cmp(const void *a, const void *b, void *arg)
+/* The index of CODE among the stack's distinct code objects, added (*NC grows) when new. */
+static uint32_t code_index(struct py_proc *p, uint64_t code, size_t *nc)
 {
-	const struct walked *w = arg;
-	uint64_t x = w[*(const uint32_t *)a].code, y = w[*(const uint32_t *)b].code;
+	size_t i = hash_u64(code) & (SEEN_SLOTS - 1);
 
-	return x < y ? -1 : x > y;
+	while (p->seen_gen[i] == p->gen) {
+		if (p->seen[i] == code)
+			return p->seen_val[i];
+		i = (i + 1) & (SEEN_SLOTS - 1);
+	}
+	p->seen_gen[i] = p->gen;
+	p->seen[i] = code;
+	p->seen_val[i] = (uint32_t)*nc;
+	p->code_addr[(*nc)++] = code;
+	return p->seen_val[i];
 }
 
 /*
@@ -417,15 +424,12 @@ static size_t read_codes(struct py_proc *p, size_t n)
 	struct py_read *r;
 	size_t nc = 0, nr = 0, done = 0, *idx;
 
-	for (size_t i = 0; i < n; i++)
-		p->code_order[i] = (uint32_t)i;
-	QSORT_R(p->code_order, n, walked_code_cmp, p->walked);
-	for (size_t k = 0; k < n; k++) {
-		struct walked *w = &p->walked[p->code_order[k]];
+	/* the walk is over: its set of frames becomes one of code objects (a recursion repeats one) */
+	seen_reset(p);
+	for (size_t i = 0; i < n; i++) {
+		struct walked *w = &p->walked[i];
 
-		if (!nc || p->code_addr[nc - 1] != w->code)
-			p->code_addr[nc++] = w->code;
-		w->code_idx = (uint32_t)(nc - 1);
+		w->code_idx = i && w->code == w[-1].code ? w[-1].code_idx : code_index(p, w->code, &nc);
 	}
 	r = xmalloc(st_mult(nc + 1, sizeof(*r)));
 	idx = xmalloc(st_mult(nc + 1, sizeof(*idx)));
