@@ -4,7 +4,8 @@
  * byte back and forth over two pipes ROUNDS times (default 20000), each
  * blocking in read() until the other writes. Both run on one CPU (the first
  * the process may use), so that every hand-over is a switch on each side,
- * whatever the machine: ping_side and pong_side switch out equally often.
+ * whatever the machine: ping_side and pong_side switch out in turn (so a
+ * sample period that is odd lands on each half the time).
  * Usage: pingpong [ROUNDS]
  */
 #define _GNU_SOURCE
