@@ -68,7 +68,8 @@ static uint64_t record_time(const struct perf_event_header *h)
 static size_t trim_stack(const struct perf_sampler *s, unsigned char *p, size_t len)
 {
 	const uint64_t type = s->attr.sample_type;
-	size_t off = sizeof(struct perf_event_header) + 5 * 8; /* ip, tid, time, cpu, period */
+	/* ip, tid, time, cpu, and the period unless it is fixed (perf_setup_attr) */
+	size_t off = sizeof(struct perf_event_header) + (type & PERF_SAMPLE_PERIOD ? 5 : 4) * 8;
 	uint64_t v, size, dyn, keep;
 	struct perf_event_header h;
 
