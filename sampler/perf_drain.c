@@ -60,52 +60,97 @@ static uint64_t record_time(const struct perf_event_header *h)
 	return t;
 }
 
+/* Copies LEN bytes at ring position POS, wrapping at the end of the ring, to DST. */
+static void ring_copy(void *dst, const unsigned char *data, size_t data_size, uint64_t pos, size_t len)
+{
+	size_t off = pos & (data_size - 1), first = data_size - off < len ? data_size - off : len;
+
+	memcpy(dst, data + off, first);
+	memcpy((unsigned char *)dst + first, data, len - first);
+}
+
+static uint64_t ring_u64(const unsigned char *data, size_t data_size, uint64_t pos)
+{
+	uint64_t v;
+
+	ring_copy(&v, data, data_size, pos, 8);
+	return v;
+}
+
 /*
  * A sample's user stack copy is always the requested size; only its first
- * dyn_size bytes hold the stack. The copy at P (LEN bytes, a whole sample
- * record) is cut down to those, in place; returns the record's new length.
+ * dyn_size bytes hold the stack. For the sample record of LEN bytes at ring
+ * position POS, finds the unused rest of the copy, [*CUT, *RESUME) from the
+ * record's start, so that the drain leaves it in the ring: copying it out
+ * would be most of a sample's cost (32 KiB by default, a few KiB used).
+ * *SIZE_AT is where the copy's size word is, to be set to what was kept.
+ * False when there is nothing to leave out (or the record is not as the
+ * attributes say).
  */
-static size_t trim_stack(const struct perf_sampler *s, unsigned char *p, size_t len)
+static bool stack_unused(const struct perf_sampler *s, const unsigned char *data, size_t data_size, uint64_t pos,
+			 size_t len, size_t *cut, size_t *resume, size_t *size_at)
 {
 	const uint64_t type = s->attr.sample_type;
 	/* ip, tid, time, cpu, and the period unless it is fixed (perf_setup_attr) */
 	size_t off = sizeof(struct perf_event_header) + (type & PERF_SAMPLE_PERIOD ? 5 : 4) * 8;
 	uint64_t v, size, dyn, keep;
-	struct perf_event_header h;
 
 	if (!(type & PERF_SAMPLE_STACK_USER))
-		return len;
+		return false;
 	if (type & PERF_SAMPLE_CALLCHAIN) {
 		if (off + 8 > len)
-			return len;
-		memcpy(&v, p + off, 8);
+			return false;
+		v = ring_u64(data, data_size, pos + off);
 		if (v > (len - off - 8) / 8)
-			return len;
+			return false;
 		off += 8 + v * 8;
 	}
 	if (type & PERF_SAMPLE_REGS_USER) {
 		if (off + 8 > len)
-			return len;
-		memcpy(&v, p + off, 8);
+			return false;
+		v = ring_u64(data, data_size, pos + off);
 		off += 8 + (v ? 8ull * __builtin_popcountll(s->attr.sample_regs_user) : 0);
 	}
 	if (off + 8 > len)
-		return len;
-	memcpy(&size, p + off, 8);
+		return false;
+	size = ring_u64(data, data_size, pos + off);
 	if (!size || len - off < 16 || size > len - off - 16)
-		return len;
-	memcpy(&dyn, p + off + 8 + size, 8);
+		return false;
+	dyn = ring_u64(data, data_size, pos + off + 8 + size);
 	/* whole words, as the kernel writes them: rounded up, never cutting into the stack */
 	keep = dyn < size ? (dyn + 7) & ~7ull : size;
 	if (keep >= size)
+		return false;
+	*size_at = off;
+	*cut = off + 8 + keep;
+	/* the dyn_size word and whatever follows it stay */
+	*resume = off + 8 + size;
+	return true;
+}
+
+/*
+ * Copies the record of LEN bytes at ring position POS to DST, less the
+ * unused part of its stack copy; returns the bytes copied.
+ */
+static size_t copy_record(const struct perf_sampler *s, unsigned char *dst, const unsigned char *data,
+			  size_t data_size, uint64_t pos, size_t len, bool sample)
+{
+	size_t cut, resume, size_at;
+	struct perf_event_header h;
+	uint64_t keep;
+
+	if (!sample || !stack_unused(s, data, data_size, pos, len, &cut, &resume, &size_at)) {
+		ring_copy(dst, data, data_size, pos, len);
 		return len;
-	memcpy(p + off, &keep, 8);
-	/* the dyn_size word and whatever follows it move down */
-	memmove(p + off + 8 + keep, p + off + 8 + size, len - (off + 8 + size));
-	len -= size - keep;
-	memcpy(&h, p, sizeof(h));
+	}
+	ring_copy(dst, data, data_size, pos, cut);
+	ring_copy(dst + cut, data, data_size, pos + resume, len - resume);
+	keep = cut - size_at - 8;
+	memcpy(dst + size_at, &keep, 8);
+	len -= resume - cut;
+	memcpy(&h, dst, sizeof(h));
 	h.size = (uint16_t)len;
-	memcpy(p, &h, sizeof(h));
+	memcpy(dst, &h, sizeof(h));
 	return len;
 }
 
@@ -204,19 +249,17 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *s
 
 	while (tail < head) {
 		struct perf_event_header h;
-		size_t off = tail & mask, first, len;
+		size_t len;
 		uint32_t extra;
 		struct pending *pe;
 
 		/* the header itself is 8-byte aligned and never wraps */
-		memcpy(&h, data + off, sizeof(h));
+		memcpy(&h, data + (tail & mask), sizeof(h));
 		if (h.size < sizeof(h) || tail + h.size > head)
 			break;
 		ALLOC_GROW(st->buf, st->len + h.size, st->alloc);
-		first = b->data_size - off < h.size ? b->data_size - off : h.size;
-		memcpy(st->buf + st->len, data + off, first);
-		memcpy(st->buf + st->len + first, data, h.size - first);
-		len = h.type == PERF_RECORD_SAMPLE ? trim_stack(s, st->buf + st->len, h.size) : h.size;
+		len = copy_record(s, st->buf + st->len, data, b->data_size, tail, h.size,
+				  h.type == PERF_RECORD_SAMPLE);
 		extra = s->opts.hook ? hook_record(s, st, st->len, len) : 0;
 		ALLOC_GROW(st->pend, st->nr + 1, st->alloc_pend);
 		pe = &st->pend[st->nr++];
