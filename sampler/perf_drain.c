@@ -39,6 +39,8 @@
 #define WAKE_PERIOD_NS 50000000ull
 /* Bytes a hook may attach to one sample. */
 #define HOOK_MAX (1u << 20)
+/* The stack pointer's index in perf's x86-64 user registers (asm/perf_regs.h) */
+#define PERF_REG_SP 7
 
 /* The time of a record: in the sample body, or in the sample_id trailer of the others. */
 static uint64_t record_time(const struct perf_event_header *h)
@@ -155,6 +157,43 @@ static size_t copy_record(const struct perf_sampler *s, unsigned char *dst, cons
 }
 
 /*
+ * The stack copy of the sample record at P (LEN bytes, trimmed) and the
+ * stack pointer it starts at; false when the record has none.
+ */
+static bool sample_ustack(const struct perf_sampler *s, const unsigned char *p, size_t len,
+			  struct sampler_ustack *us)
+{
+	const uint64_t type = s->attr.sample_type, mask = s->attr.sample_regs_user;
+	size_t off = sizeof(struct perf_event_header) + (type & PERF_SAMPLE_PERIOD ? 5 : 4) * 8;
+	uint64_t v, size, dyn;
+
+	if (!(type & PERF_SAMPLE_STACK_USER) || !(type & PERF_SAMPLE_REGS_USER) || !(mask >> PERF_REG_SP & 1))
+		return false;
+	if (type & PERF_SAMPLE_CALLCHAIN) {
+		if (off + 8 > len)
+			return false;
+		memcpy(&v, p + off, 8);
+		if (v > (len - off - 8) / 8)
+			return false;
+		off += 8 + v * 8;
+	}
+	if (off + 8 > len)
+		return false;
+	memcpy(&v, p + off, 8);
+	if (!v || off + 8 + 8ull * __builtin_popcountll(mask) + 8 > len)
+		return false;
+	memcpy(&us->sp, p + off + 8 + 8ull * __builtin_popcountll(mask & ((1ull << PERF_REG_SP) - 1)), 8);
+	off += 8 + 8ull * __builtin_popcountll(mask);
+	memcpy(&size, p + off, 8);
+	if (!size || len - off < 16 || size > len - off - 16)
+		return false;
+	memcpy(&dyn, p + off + 8 + size, 8);
+	us->data = p + off + 8;
+	us->size = dyn < size ? dyn : size;
+	return us->size > 0;
+}
+
+/*
  * Shows the hook a record just copied to the stage at OFF: a sample gets
  * what the hook writes after it; returns those bytes, 8-byte aligned.
  */
@@ -164,6 +203,8 @@ static uint32_t hook_record(struct perf_sampler *s, struct stage *st, size_t off
 	struct perf_event_header h;
 	uint32_t u32[4];
 	size_t cap = hk->cap < HOOK_MAX ? hk->cap : HOOK_MAX, n;
+	struct sampler_ustack us;
+	bool has_us;
 
 	memcpy(&h, st->buf + off, sizeof(h));
 	switch (h.type) {
@@ -173,7 +214,9 @@ static uint32_t hook_record(struct perf_sampler *s, struct stage *st, size_t off
 			return 0;
 		memcpy(u32, st->buf + off + sizeof(h) + 8, 8);
 		ALLOC_GROW(st->buf, off + len + cap, st->alloc);
-		n = hk->sample(hk->arg, (int32_t)u32[0], (int32_t)u32[1], st->buf + off + len, cap);
+		has_us = sample_ustack(s, st->buf + off, len, &us);
+		n = hk->sample(hk->arg, (int32_t)u32[0], (int32_t)u32[1], has_us ? &us : NULL, st->buf + off + len,
+			       cap);
 		return (uint32_t)((n < cap ? n : cap) + 7) & ~7u;
 	case PERF_RECORD_COMM:
 		if (hk->task && (h.misc & PERF_RECORD_MISC_COMM_EXEC) && len >= sizeof(h) + 8) {

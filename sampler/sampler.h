@@ -61,8 +61,21 @@ enum sampler_task_event {
 	SAMPLER_TASK_MMAP,      /* an executable mapping */
 };
 
+/*
+ * The user stack a sample copied when it was taken (perf backend, -g
+ * dwarf): SIZE bytes from address SP. What a hook reads later may have
+ * changed since; this has not.
+ */
+struct sampler_ustack {
+	uint64_t sp;
+	const void *data;
+	size_t size;
+};
+
 struct sampler_hook {
-	size_t (*sample)(void *arg, int32_t pid, int32_t tid, void *buf, size_t cap);
+	/* US: the sample's stack copy, NULL when there is none (or the thread is stopped) */
+	size_t (*sample)(void *arg, int32_t pid, int32_t tid, const struct sampler_ustack *us, void *buf,
+			 size_t cap);
 	void (*task)(void *arg, enum sampler_task_event ev, int32_t pid);
 	bool (*eager)(void *arg);
 	void *arg;

@@ -151,12 +151,12 @@ static void add_python_stats(struct sym_session *ss, struct profile *p)
 	}
 	/* for the bench: what reading cost, and how often the two sides disagreed */
 	if (getenv("PROFTOOL_DEBUG_PYTHON")) {
-		uint64_t reads, ns;
+		uint64_t reads, ns, moved;
 
-		sym_python_read_cost(ss->opts.python, &reads, &ns);
+		sym_python_read_cost(ss->opts.python, &reads, &ns, &moved);
 		fprintf(stderr, "proftool: debug: %" PRIu64 " Python stacks read, %.1f us each; "
-			"%" PRIu64 " paired by position\n", reads, reads ? ns / 1e3 / reads : 0.0,
-			ss->py_mismatched);
+			"%" PRIu64 " started from the sample's frame; %" PRIu64 " paired by position\n", reads,
+			reads ? ns / 1e3 / reads : 0.0, moved, ss->py_mismatched);
 	}
 }
 

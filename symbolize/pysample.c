@@ -84,6 +84,7 @@ struct sym_python {
 
 	struct py_frame *frames; /* scratch: one stack */
 	uint64_t reads, read_ns; /* stacks read, and the time it took (for the bench) */
+	uint64_t moved;         /* stacks whose sample's copy showed another innermost frame than the thread's */
 };
 
 /* ---- tables ---- */
@@ -331,13 +332,16 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static size_t hook_sample(void *arg, int32_t pid, int32_t tid, void *buf, size_t cap)
+static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct sampler_ustack *sus, void *buf,
+			  size_t cap)
 {
 	struct sym_python *py = arg;
 	struct pyproc *pp = proc_of(py, pid);
 	struct pyx_hdr hdr = { 0 };
 	struct pyx_frame *out = (struct pyx_frame *)((char *)buf + sizeof(hdr));
 	enum py_status st = PY_STACK_UNSUPPORTED;
+	const struct py_ustack us = { sus ? sus->sp : 0, sus ? sus->data : NULL, sus ? sus->size : 0 };
+	bool moved = false;
 	size_t max, n = 0;
 	uint64_t t0;
 
@@ -353,12 +357,13 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, void *buf, size_t
 	 */
 	t0 = pp->reader ? thread_cpu_ns() : 0;
 	for (int tries = 0; pp->reader && tries < 3; tries++) {
-		n = py_read_stack(pp->reader, tid, py->frames, max, &st);
+		n = py_read_stack_at(pp->reader, tid, sus ? &us : NULL, py->frames, max, &st, &moved);
 		if (st != PY_STACK_TORN && st != PY_STACK_UNREADABLE)
 			break;
 	}
 	if (pp->reader) {
 		py->reads++;
+		py->moved += moved;
 		py->read_ns += thread_cpu_ns() - t0;
 	}
 	hdr.interp = pp->interp;
@@ -487,8 +492,9 @@ const struct sym_python_interp *sym_python_interp(const struct sym_python *py, u
 	return py && id < py->nr_interps ? &py->interps[id] : NULL;
 }
 
-void sym_python_read_cost(const struct sym_python *py, uint64_t *reads, uint64_t *ns)
+void sym_python_read_cost(const struct sym_python *py, uint64_t *reads, uint64_t *ns, uint64_t *moved)
 {
+	*moved = py ? py->moved : 0;
 	*reads = py ? py->reads : 0;
 	*ns = py ? py->read_ns : 0;
 }

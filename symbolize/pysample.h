@@ -52,8 +52,8 @@ struct sym_python_interp {
 	uint32_t version;       /* PY_VERSION_HEX; 0 unknown */
 	char *unsupported;      /* why its stacks cannot be read, NULL when they can */
 };
-/* Stacks read so far and the nanoseconds they took, retries included. */
-void sym_python_read_cost(const struct sym_python *py, uint64_t *reads, uint64_t *ns);
+/* Stacks read so far, the nanoseconds they took (retries included), and how many the sample's stack copy moved to another innermost frame. */
+void sym_python_read_cost(const struct sym_python *py, uint64_t *reads, uint64_t *ns, uint64_t *moved);
 
 size_t sym_python_nr_interps(const struct sym_python *py);
 const struct sym_python_interp *sym_python_interp(const struct sym_python *py, uint32_t id);

@@ -293,6 +293,63 @@ static enum py_status current_frame(struct py_proc *p, const uint8_t *ts, uint64
 	return rd(p, *field, frame, 8) ? PY_STACK_COMPLETE : PY_STACK_UNREADABLE;
 }
 
+/* The word at ADDR in the stack copy US, if it holds it. */
+static bool ustack_u64(const struct py_ustack *us, uint64_t addr, uint64_t *v)
+{
+	if (addr < us->sp || us->size < 8 || addr - us->sp > us->size - 8)
+		return false;
+	memcpy(v, us->data + (addr - us->sp), 8);
+	return true;
+}
+
+/*
+ * 3.11 and 3.12: the innermost frame when the sample was taken. Each
+ * evaluation loop keeps its _PyCFrame on the C stack and updates its
+ * current_frame at every Python call and return; the thread state points
+ * at the innermost loop's. The stack copy holds them as they were at the
+ * sample, the thread state (read now) as they are: CFRAME, the thread
+ * state's. A thread gone deeper since has CFRAME below the copy: its
+ * previous links lead back into it. A thread come back out since has
+ * CFRAME above the loop it sampled in: that loop's _PyCFrame, in the copy,
+ * links to CFRAME. Sets *FRAME; false when the copy cannot tell.
+ */
+static bool frame_at_sample(struct py_proc *p, const struct py_ustack *us, uint64_t cframe, uint64_t *frame)
+{
+	const uint32_t cur = p->t.l.cframe_current_frame, prev = cur + 8;
+	uint64_t v, f;
+
+	for (int k = 0; k < 16 && cframe && cframe < us->sp; k++) {
+		if (!py_ptr_ok(cframe) || !rd(p, cframe + prev, &cframe, 8))
+			return false;
+	}
+	if (!py_ptr_ok(cframe) || !ustack_u64(us, cframe + cur, &f))
+		return false;
+	/*
+	 * Loops deeper than CFRAME's in the copy, innermost last: the word
+	 * nearest below that links to it with a frame beside it. (A loop
+	 * that returned before the sample can leave such a word in the
+	 * stack of what runs now: pairing with the native stack's loops
+	 * still finds that out.)
+	 */
+	for (int depth = 0; depth < 64; depth++) {
+		uint64_t found = 0;
+
+		for (uint64_t a = (cframe - 8) & ~7ull; a >= us->sp + prev && a < cframe; a -= 8) {
+			if (ustack_u64(us, a, &v) && v == cframe && ustack_u64(us, a - prev + cur, &v) &&
+			    py_ptr_ok(v)) {
+				found = a - prev;
+				break;
+			}
+		}
+		if (!found)
+			break;
+		cframe = found;
+		ustack_u64(us, cframe + cur, &f);
+	}
+	*frame = f;
+	return true;
+}
+
 /*
  * The line of the instruction pointer at byte OFF from the code's first
  * instruction. 3.11 and 3.12 point at the code unit before the next
@@ -509,8 +566,16 @@ static size_t walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX]
 size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_t max,
 		     enum py_status *status)
 {
+	bool moved;
+
+	return py_read_stack_at(p, tid, NULL, out, max, status, &moved);
+}
+
+size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *us, struct py_frame *out,
+			size_t max, enum py_status *status, bool *moved)
+{
 	uint8_t ts[PY_HDR_MAX], buf[2][PY_HDR_MAX];
-	uint64_t tstate = 0, frame = 0, field = 0;
+	uint64_t tstate = 0, frame = 0, field = 0, sampled;
 	struct thread_entry *t;
 	size_t n = 0;
 
@@ -518,6 +583,7 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 		*status = PY_STACK_UNSUPPORTED;
 		return 0;
 	}
+	*moved = false;
 	py_pages_reset(&p->pages);
 	py_codes_begin_read(p->codes);
 	/* where the thread was last time, in one call: mostly where it is now */
@@ -542,6 +608,11 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 	*status = find_tstate(p, tid, ts, &tstate);
 	if (*status == PY_STACK_COMPLETE)
 		*status = current_frame(p, ts, &frame, &field);
+	if (*status == PY_STACK_COMPLETE && us && p->t.l.tstate_cframe != PY_OFF_NONE &&
+	    frame_at_sample(p, us, u64_at(ts, p->t.l.tstate_cframe), &sampled)) {
+		*moved = sampled != frame;
+		frame = sampled;
+	}
 	if (*status == PY_STACK_COMPLETE && frame) {
 		if (!py_ptr_ok(frame))
 			*status = PY_STACK_TORN;

@@ -205,6 +205,13 @@ struct py_frame {
 	uint64_t code;          /* address of the code object in the target: identity of the function */
 };
 
+/* A copy of a thread's C stack taken at its sample: SIZE bytes from address SP. */
+struct py_ustack {
+	uint64_t sp;
+	const uint8_t *data;
+	size_t size;
+};
+
 /*
  * Reads the Python stack of thread TID (the kernel's thread id, as samples
  * carry it) into OUT, innermost frame first, at most MAX frames; the shim
@@ -216,6 +223,15 @@ struct py_frame {
  */
 size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_t max,
 		     enum py_status *status);
+/*
+ * The same, for a thread sampled while it ran: US is the C stack its
+ * sample copied (NULL: none). Where the interpreter keeps its innermost
+ * frame on the C stack (3.11, 3.12), the walk starts from the frame the
+ * copy shows, not from the one the thread runs by the time of the read;
+ * *MOVED says whether they differed.
+ */
+size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *us, struct py_frame *out,
+			size_t max, enum py_status *status, bool *moved);
 
 /* Counts of the stacks read by P, by status (index enum py_status). */
 void py_proc_counts(const struct py_proc *p, uint64_t counts[PY_STACK_NR]);

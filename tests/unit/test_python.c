@@ -838,12 +838,104 @@ static void real_313_debug_offsets(void)
 	CHECK_EQ_U(t.l.frame_previous, 8);
 }
 
+/*
+ * 3.11 and 3.12 through the sample's stack copy: the walk starts from the
+ * frame each evaluation loop's _PyCFrame showed when the sample was taken,
+ * however the thread moved on before the read.
+ */
+static void check_sample_copy(uint32_t version, uint32_t hex)
+{
+	const bool shims = version >= 0x030c0000;
+	const uint32_t cur = L->cframe_current_frame, prev = cur + 8;
+	uint8_t copy[768];
+	struct py_ustack us;
+	struct py_proc *p;
+	enum py_status st;
+	uint64_t f1, f2, k1, k2, ts, stk, x, d, e;
+	bool moved;
+	size_t n;
+
+	f1 = mk_frame(mk_code("<module>"), shims ? mk_shim(0) : 0, 20, OWNER_THREAD, !shims);
+	f2 = mk_frame(mk_code("outer"), f1, 12, OWNER_THREAD, false);
+	k1 = mk_frame(mk_code("key"), shims ? mk_shim(f2) : f2, 4, OWNER_THREAD, !shims);
+	k2 = mk_frame(mk_code("other_key"), shims ? mk_shim(f2) : f2, 4, OWNER_THREAD, !shims);
+	/* a C stack: the outer loop's _PyCFrame at X, a deeper loop's at D, the copy from stk + 256 */
+	stk = alloc(1024);
+	x = stk + 896;
+	d = stk + 400;
+	e = stk + 64;
+	ts = mk_tstate(100, f2);
+	put64(x, cur, f2);
+	put64(x, prev, 0);
+	us = (struct py_ustack){ stk + 256, copy, sizeof(copy) };
+	p = open_proc(hex);
+	CHECK(p);
+	if (!p)
+		return;
+
+	/* sampled in key's loop, read once the thread came back out to the C caller of key */
+	put64(d, cur, k1);
+	put64(d, prev, x);
+	put64(ts, L->tstate_cframe, d);
+	memcpy(copy, heap + (us.sp - HEAP), sizeof(copy));
+	put64(ts, L->tstate_cframe, x);
+	n = py_read_stack_at(p, 100, &us, fr, PY_MAX_DEPTH, &st, &moved);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK(moved);
+	CHECK_EQ_U(n, 3);
+	if (n == 3) {
+		CHECK(!strcmp(fr[0].qualname, "key"));
+		CHECK(!strcmp(fr[1].qualname, "outer"));
+	}
+	/* without the copy: the thread as it is now */
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(n, 2);
+	if (n == 2)
+		CHECK(!strcmp(fr[0].qualname, "outer"));
+
+	/* sampled in the C caller, read once the thread went into another key's loop, below the copy */
+	memset(heap + (d - HEAP), 0, 24);
+	memcpy(copy, heap + (us.sp - HEAP), sizeof(copy));
+	put64(e, cur, k2);
+	put64(e, prev, x);
+	put64(ts, L->tstate_cframe, e);
+	n = py_read_stack_at(p, 100, &us, fr, PY_MAX_DEPTH, &st, &moved);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK(moved);
+	CHECK_EQ_U(n, 2);
+	if (n == 2)
+		CHECK(!strcmp(fr[0].qualname, "outer"));
+
+	/* the thread where the sample left it: the copy agrees */
+	put64(ts, L->tstate_cframe, x);
+	n = py_read_stack_at(p, 100, &us, fr, PY_MAX_DEPTH, &st, &moved);
+	CHECK(!moved);
+	CHECK_EQ_U(n, 2);
+
+	/* a _PyCFrame beyond the copy's end: the thread as it is now */
+	us.size = 512;
+	put64(ts, L->tstate_cframe, x);
+	n = py_read_stack_at(p, 100, &us, fr, PY_MAX_DEPTH, &st, &moved);
+	CHECK(!moved);
+	CHECK_EQ_U(n, 2);
+	py_proc_free(p);
+}
+
+static void sample_copy(void)
+{
+	space(0x030b0000);
+	check_sample_copy(0x030b0000, 0x030b02f0);
+	space(0x030c0000);
+	check_sample_copy(0x030c0000, 0x030c01f0);
+}
+
 int main(void)
 {
 	heap = calloc(1, HEAP_SIZE);
 	RUN(linetable_decoding);
 	RUN(good_311);
 	RUN(good_312);
+	RUN(sample_copy);
 	RUN(good_313);
 	RUN(unsupported);
 	RUN(hostile_memory);
