@@ -21,6 +21,8 @@
  * mostly still runs. A stack made only of them is read in one call.
  */
 #define SPEC_CODES PY_PAGES_EXTRA
+/* evaluation loops of a sample whose runs' first frames the stack copy tells */
+#define PY_BOUNDS 16
 
 struct thread_entry {
 	int32_t tid;
@@ -69,6 +71,10 @@ struct py_proc {
 	uint8_t spec_hdr[SPEC_CODES][PY_HDR_MAX];
 	bool spec_ok[SPEC_CODES];
 	size_t nr_spec;
+	/* the sample's stack copy during a read, and the frames its loops ran (frame_at_sample) */
+	const struct py_ustack *us;
+	uint64_t bounds[PY_BOUNDS];
+	size_t nr_bounds;
 };
 
 static bool rd(struct py_proc *p, uint64_t addr, void *buf, size_t len)
@@ -347,6 +353,19 @@ static bool frame_at_sample(struct py_proc *p, const struct py_ustack *us, uint6
 		ustack_u64(us, cframe + cur, &f);
 	}
 	*frame = f;
+	/*
+	 * Where each loop's run began: its first frame links to the frame the
+	 * loop above it ran. Read by the walk as they were at the sample, which
+	 * the frames themselves, read now, may no longer say (3.11 marks an
+	 * entry frame only once its loop has begun, and a frame's slot is
+	 * soon taken by the next call).
+	 */
+	p->nr_bounds = 0;
+	while (p->nr_bounds < PY_BOUNDS && ustack_u64(us, cframe + prev, &v) && v > cframe &&
+	       ustack_u64(us, v + cur, &f)) {
+		p->bounds[p->nr_bounds++] = f;
+		cframe = v;
+	}
 	return true;
 }
 
@@ -378,6 +397,29 @@ static void scratch_grow(struct py_proc *p, size_t n)
 		p->code_hdr = xrealloc(p->code_hdr, st_mult(p->codes_alloc, sizeof(*p->code_hdr)));
 		p->code_ok = xrealloc(p->code_ok, st_mult(p->codes_alloc, sizeof(*p->code_ok)));
 	}
+}
+
+/* Whether the frame at PREV is the last of a loop's run, the sample's stack copy says. */
+static bool is_bound(const struct py_proc *p, uint64_t prev)
+{
+	for (size_t i = 0; i < p->nr_bounds; i++)
+		if (p->bounds[i] == prev)
+			return true;
+	return false;
+}
+
+/*
+ * Range R from the sample's stack copy, when it lies there: a frame on the
+ * C stack (3.12's shims) as it was at the sample.
+ */
+static bool from_copy(const struct py_proc *p, const struct py_read *r)
+{
+	const struct py_ustack *us = p->us;
+
+	if (!us || r->addr < us->sp || r->len > us->size || r->addr - us->sp > us->size - r->len)
+		return false;
+	memcpy(r->buf, us->data + (r->addr - us->sp), r->len);
+	return true;
 }
 
 /*
@@ -429,7 +471,7 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 				flags |= PY_FRAME_EMPTY_RUN_ABOVE;
 			if (owner == 1)         /* FRAME_OWNED_BY_GENERATOR in 3.11-3.13 */
 				flags |= PY_FRAME_GENERATOR;
-			if (l->frame_is_entry != PY_OFF_NONE && f[l->frame_is_entry]) {
+			if (l->frame_is_entry != PY_OFF_NONE && (f[l->frame_is_entry] || is_bound(p, prev))) {
 				flags |= PY_FRAME_ENTRY;
 				run = 0;
 			} else {
@@ -441,7 +483,7 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 			*status = PY_STACK_COMPLETE;
 			return n;
 		}
-		if (py_pages_read(&p->pages, &p->t, &r, 1, FRAME_PAGES_BELOW) != 1) {
+		if (!from_copy(p, &r) && py_pages_read(&p->pages, &p->t, &r, 1, FRAME_PAGES_BELOW) != 1) {
 			*status = PY_STACK_UNREADABLE;
 			return n;
 		}
@@ -584,6 +626,8 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 		return 0;
 	}
 	*moved = false;
+	p->us = NULL;
+	p->nr_bounds = 0;
 	py_pages_reset(&p->pages);
 	py_codes_begin_read(p->codes);
 	/* where the thread was last time, in one call: mostly where it is now */
@@ -612,16 +656,19 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 	    frame_at_sample(p, us, u64_at(ts, p->t.l.tstate_cframe), &sampled)) {
 		*moved = sampled != frame;
 		frame = sampled;
+		p->us = us;
 	}
 	if (*status == PY_STACK_COMPLETE && frame) {
+		const struct py_read r0 = { frame, buf[0], p->t.hdr_frame };
+
 		if (!py_ptr_ok(frame))
 			*status = PY_STACK_TORN;
-		else if (py_pages_read(&p->pages, &p->t, &(struct py_read){ frame, buf[0], p->t.hdr_frame }, 1,
-				       FRAME_PAGES_BELOW) != 1)
+		else if (!from_copy(p, &r0) && py_pages_read(&p->pages, &p->t, &r0, 1, FRAME_PAGES_BELOW) != 1)
 			*status = PY_STACK_UNREADABLE;
 		else
 			n = walk(p, frame, buf, out, max, status);
 	}
+	p->us = NULL;
 	if ((t = thread_cached(p, tid)) && t->tstate == tstate && tstate) {
 		t->last_cframe = field;
 		t->last_frame = frame;

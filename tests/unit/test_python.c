@@ -838,6 +838,14 @@ static void real_313_debug_offsets(void)
 	CHECK_EQ_U(t.l.frame_previous, 8);
 }
 
+static uint64_t u64_at_heap(uint64_t addr, uint32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, heap + (addr - HEAP) + off, 8);
+	return v;
+}
+
 /*
  * 3.11 and 3.12 through the sample's stack copy: the walk starts from the
  * frame each evaluation loop's _PyCFrame showed when the sample was taken,
@@ -877,16 +885,31 @@ static void check_sample_copy(uint32_t version, uint32_t hex)
 	put64(d, cur, k1);
 	put64(d, prev, x);
 	put64(ts, L->tstate_cframe, d);
+	if (shims) {
+		/* 3.12: the shim that begins key's run lives in its loop's C frame */
+		uint64_t shim = stk + 480;
+
+		memcpy(heap + (shim - HEAP), heap + (u64_at_heap(k1, L->frame_previous) - HEAP), L->frame_size);
+		put64(k1, L->frame_previous, shim);
+	}
 	memcpy(copy, heap + (us.sp - HEAP), sizeof(copy));
 	put64(ts, L->tstate_cframe, x);
+	/*
+	 * by the read, the next call took key's slot and has not begun (3.11:
+	 * not an entry frame yet), and the C stack below the caller is reused
+	 */
+	if (!shims)
+		put8(k1, L->frame_is_entry, 0);
+	memset(heap + (d - HEAP), 0xee, 128);
 	n = py_read_stack_at(p, 100, &us, fr, PY_MAX_DEPTH, &st, &moved);
 	CHECK_EQ_U(st, PY_STACK_COMPLETE);
 	CHECK(moved);
 	CHECK_EQ_U(n, 3);
 	if (n == 3) {
-		CHECK(!strcmp(fr[0].qualname, "key"));
+		CHECK_FRAME(fr[0], "key", 11, PY_FRAME_ENTRY);
 		CHECK(!strcmp(fr[1].qualname, "outer"));
 	}
+	memset(heap + (d - HEAP), 0, 128);
 	/* without the copy: the thread as it is now */
 	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
 	CHECK_EQ_U(n, 2);
