@@ -20,14 +20,24 @@ int py_read_process(void *arg, const struct py_read *r, size_t n)
 
 	while (done < n) {
 		struct iovec local[READ_IOVECS], remote[READ_IOVECS];
-		size_t chunk = n - done < READ_IOVECS ? n - done : READ_IOVECS;
+		size_t chunk = n - done < READ_IOVECS ? n - done : READ_IOVECS, nr = 0;
 		ssize_t got;
 
+		/*
+		 * Ranges that follow each other in the target are one remote
+		 * range: the kernel pins each remote range's pages in a call of
+		 * its own, which is most of what a read costs.
+		 */
 		for (size_t i = 0; i < chunk; i++) {
-			local[i] = (struct iovec){ r[done + i].buf, r[done + i].len };
-			remote[i] = (struct iovec){ (void *)(uintptr_t)r[done + i].addr, r[done + i].len };
+			const struct py_read *ri = &r[done + i];
+
+			local[i] = (struct iovec){ ri->buf, ri->len };
+			if (nr && (uintptr_t)remote[nr - 1].iov_base + remote[nr - 1].iov_len == ri->addr)
+				remote[nr - 1].iov_len += ri->len;
+			else
+				remote[nr++] = (struct iovec){ (void *)(uintptr_t)ri->addr, ri->len };
 		}
-		got = process_vm_readv((pid_t)(intptr_t)arg, local, chunk, remote, chunk, 0);
+		got = process_vm_readv((pid_t)(intptr_t)arg, local, chunk, remote, nr, 0);
 		if (got < 0)
 			return done ? (int)done : -errno;
 		/* a partial transfer stops in or before the first range that failed */
@@ -125,7 +135,7 @@ void py_pages_prefetch(struct py_pages *p, const struct py_target *t, const stru
 	int got;
 
 	for (size_t i = 0; i < n; i++) {
-		if (!r[i].len || !range_ok(&r[i]) || r[i].len > PY_PAGE_SIZE)
+		if (!r[i].len || !range_ok(&r[i]) || r[i].len > PY_PAGES_RANGE_MAX)
 			continue;
 		for (uint64_t pg = r[i].addr & ~(PY_PAGE_SIZE - 1); pg < r[i].addr + r[i].len; pg += PY_PAGE_SIZE)
 			want_page(p, pg, fetch, slots, &nf);
@@ -134,10 +144,12 @@ void py_pages_prefetch(struct py_pages *p, const struct py_target *t, const stru
 	for (size_t i = 0; i < n && below; i++) {
 		uint64_t pg = r[i].addr & ~(PY_PAGE_SIZE - 1);
 
-		if (!r[i].len || !range_ok(&r[i]) || r[i].len > PY_PAGE_SIZE)
+		if (!r[i].len || !range_ok(&r[i]) || r[i].len > PY_PAGES_RANGE_MAX)
 			continue;
-		for (unsigned k = 1; k <= below[i] && pg >= k * PY_PAGE_SIZE; k++)
-			want_page(p, pg - k * PY_PAGE_SIZE, fetch, slots, &nf);
+		/* lowest first, so that they follow each other in one remote range */
+		for (unsigned k = below[i]; k >= 1; k--)
+			if (pg >= k * PY_PAGE_SIZE)
+				want_page(p, pg - k * PY_PAGE_SIZE, fetch, slots, &nf);
 	}
 	if (nr_extra > PY_PAGES_EXTRA)
 		nr_extra = PY_PAGES_EXTRA;
@@ -175,9 +187,15 @@ int py_pages_read(struct py_pages *p, const struct py_target *t, const struct py
 		  unsigned below)
 {
 	unsigned b[2] = { below, below };
+	size_t cached = 0;
 
-	py_pages_prefetch(p, t, r, n < 2 ? n : 2, b, NULL, 0, NULL);
-	for (size_t i = 0; i < n; i++) {
+	while (cached < n && range_ok(&r[cached]) && copy_cached(p, &r[cached]))
+		cached++;
+	if (cached == n)
+		return (int)n;
+	/* what is not cached yet, with the pages below it */
+	py_pages_prefetch(p, t, r + cached, n - cached < 2 ? n - cached : 2, b, NULL, 0, NULL);
+	for (size_t i = cached; i < n; i++) {
 		if (!range_ok(&r[i]))
 			return (int)i;
 		if (!copy_cached(p, &r[i]) && !py_target_read(t, r[i].addr, r[i].buf, r[i].len))

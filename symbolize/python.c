@@ -14,7 +14,13 @@
  * frame returns to lie below it in the thread's data stack, so one call
  * brings the rest of a typical stack along.
  */
-#define FRAME_PAGES_BELOW 3
+#define FRAME_PAGES_BELOW 12
+/*
+ * The frames of a thread's last stack lying at most this far below its
+ * innermost one, in its data stack, are fetched whole with the next read
+ * (the stack mostly still holds them).
+ */
+#define FRAME_SPAN_MAX (64u << 10)
 /*
  * Code objects whose headers are read with the thread's pages, before the
  * walk: those of the thread's last stack (innermost first), which a thread
@@ -33,6 +39,7 @@ struct thread_entry {
 	 * in one call, since a thread mostly runs in the same few pages.
 	 */
 	uint64_t last_cframe, last_frame;
+	uint64_t last_lo;               /* the lowest frame within FRAME_SPAN_MAX below last_frame */
 	uint64_t last_codes[SPEC_CODES];
 	size_t nr_last_codes;
 };
@@ -73,6 +80,7 @@ struct py_proc {
 	size_t nr_spec;
 	/* the sample's stack copy during a read, and the frames its loops ran (frame_at_sample) */
 	const struct py_ustack *us;
+	uint64_t walk_lo;               /* the lowest frame the walk found within FRAME_SPAN_MAX of the first */
 	uint64_t bounds[PY_BOUNDS];
 	size_t nr_bounds;
 };
@@ -437,6 +445,7 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 	bool empty_above = false;
 
 	seen_reset(p);
+	p->walk_lo = frame;
 	for (size_t depth = 0;; depth++) {
 		const uint8_t *f = buf[cur];
 		uint64_t code = u64_at(f, l->frame_code), prev = u64_at(f, l->frame_previous);
@@ -489,6 +498,8 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 		}
 		frame = prev;
 		cur = !cur;
+		if (frame < p->walk_lo && p->walk_lo - frame <= FRAME_SPAN_MAX)
+			p->walk_lo = frame;
 	}
 torn:
 	*status = PY_STACK_TORN;
@@ -637,9 +648,10 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 		const struct py_read r[3] = {
 			{ t->tstate, NULL, p->t.hdr_tstate },
 			{ t->last_cframe, NULL, 8 },
-			{ t->last_frame, NULL, p->t.hdr_frame },
+			/* the frames of the last stack, in one range */
+			{ t->last_lo, NULL, t->last_frame + p->t.hdr_frame - t->last_lo },
 		};
-		const unsigned below[3] = { 0, 0, FRAME_PAGES_BELOW };
+		const unsigned below[3] = { 0, 0, 0 };
 		struct py_read codes[SPEC_CODES];
 
 		for (size_t i = 0; i < t->nr_last_codes; i++) {
@@ -672,6 +684,7 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 	if ((t = thread_cached(p, tid)) && t->tstate == tstate && tstate) {
 		t->last_cframe = field;
 		t->last_frame = frame;
+		t->last_lo = n && p->walk_lo <= frame ? p->walk_lo : frame;
 		/* the code objects of this stack, innermost first, for the next read */
 		t->nr_last_codes = 0;
 		for (size_t i = 0; i < n && t->nr_last_codes < SPEC_CODES; i++) {

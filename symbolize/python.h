@@ -293,8 +293,10 @@ bool py_target_read(const struct py_target *t, uint64_t addr, void *buf, size_t 
  * a stack share a few pages, and one read of a page costs about what one
  * read of 80 bytes does. Slots whose gen differs from gen_now are empty.
  */
-#define PY_PAGE_SIZE 4096ull    /* of the cache, not necessarily the kernel's (a divisor of it) */
-#define PY_PAGE_SLOTS 64        /* pages cached per stack read; three quarters are used at most */
+#define PY_PAGE_SIZE 1024ull    /* of the cache, not the kernel's (a divisor of it): what is copied */
+#define PY_PAGE_SLOTS 256       /* pages cached per stack read; three quarters are used at most */
+/* A range the cache reads in pages at once, at most (longer ones are left to direct reads) */
+#define PY_PAGES_RANGE_MAX (PY_PAGE_SIZE * PY_PAGE_SLOTS / 2)
 #define PY_PAGES_EXTRA 32       /* ranges read directly beside the pages, in one call */
 struct py_pages {
 	uint64_t addr[PY_PAGE_SLOTS];
