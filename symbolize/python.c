@@ -417,6 +417,15 @@ static bool is_bound(const struct py_proc *p, uint64_t prev)
 }
 
 /*
+ * Whether the frame at ADDR is in the thread's C stack below the sample's
+ * stack pointer: there when the thread went deeper after the sample.
+ */
+static bool after_sample(const struct py_proc *p, uint64_t addr)
+{
+	return p->us && addr < p->us->sp && p->us->sp - addr < (1u << 20);
+}
+
+/*
  * Range R from the sample's stack copy, when it lies there: a frame on the
  * C stack (3.12's shims) as it was at the sample.
  */
@@ -458,7 +467,16 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 		}
 		if (!seen_add(p, frame) || owner > max_owner || (prev && !py_ptr_ok(prev)))
 			goto torn;
-		if (owner == l->owned_by_cstack) {
+		if (owner == l->owned_by_cstack && after_sample(p, frame)) {
+			/*
+			 * a shim deeper in the C stack than the sample's stack
+			 * pointer: its loop began after the sample, and the
+			 * frames above it are newer than the sample
+			 */
+			n = 0;
+			run = 0;
+			empty_above = false;
+		} else if (owner == l->owned_by_cstack) {
 			/* a shim: the frame above it was the first of its eval loop */
 			if (run)
 				p->walked[n - 1].flags |= PY_FRAME_ENTRY;
@@ -668,8 +686,8 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 	    frame_at_sample(p, us, u64_at(ts, p->t.l.tstate_cframe), &sampled)) {
 		*moved = sampled != frame;
 		frame = sampled;
-		p->us = us;
 	}
+	p->us = us;
 	if (*status == PY_STACK_COMPLETE && frame) {
 		const struct py_read r0 = { frame, buf[0], p->t.hdr_frame };
 

@@ -330,16 +330,26 @@ static void good_311(void)
 	py_proc_free(p);
 }
 
+static uint64_t u64_at_heap(uint64_t addr, uint32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, heap + (addr - HEAP) + off, 8);
+	return v;
+}
+
 /* 3.12: shim frames owned by the C stack delimit the runs and are not shown. */
 static void check_shims(uint32_t version)
 {
 	struct py_proc *p;
 	enum py_status st;
-	uint64_t f1, f2, f3, ts, top;
+	uint64_t f1, f2, f3, ts, top, stk;
 	unsigned before, before_calls;
 	size_t n;
 	uint64_t counts[PY_STACK_NR];
 
+	/* a C stack below everything else, for the sample's stack copy */
+	stk = alloc(1024);
 	f1 = mk_frame(mk_code("<module>"), mk_shim(0), 20, OWNER_THREAD, false);
 	f2 = mk_frame(mk_code("key"), mk_shim(f1), 12, OWNER_THREAD, false);
 	f3 = mk_frame(mk_code("gen"), f2, 4, OWNER_GENERATOR, false);
@@ -381,6 +391,33 @@ static void check_shims(uint32_t version)
 	py_proc_counts(p, counts);
 	CHECK_EQ_U(counts[PY_STACK_COMPLETE], 3);
 	CHECK_EQ_U(counts[PY_STACK_TORN], 1);
+	/*
+	 * the thread went deeper after its sample: a loop whose shim lies in
+	 * the C stack below the sample's stack pointer began later, and its
+	 * frames are left out
+	 */
+	{
+		uint64_t shim = stk + 64;
+		uint8_t copy[512];
+		struct py_ustack us = { stk + 256, copy, sizeof(copy) };
+		bool moved;
+
+		memset(copy, 0, sizeof(copy));
+		memcpy(heap + (shim - HEAP), heap + (u64_at_heap(f2, L->frame_previous) - HEAP), L->frame_size);
+		put64(shim, L->frame_previous, f3);
+		set_current_frame(ts, mk_frame(mk_code("later"), shim, 4, OWNER_THREAD, false));
+		n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+		CHECK_EQ_U(n, 4);
+		if (n == 4)
+			CHECK(!strcmp(fr[0].qualname, "later"));
+		n = py_read_stack_at(p, 100, &us, fr, PY_MAX_DEPTH, &st, &moved);
+		CHECK_EQ_U(st, PY_STACK_COMPLETE);
+		CHECK_EQ_U(n, 3);
+		if (n == 3) {
+			CHECK_FRAME(fr[0], "gen", 11, PY_FRAME_GENERATOR);
+			CHECK_FRAME(fr[2], "<module>", 113, PY_FRAME_ENTRY);
+		}
+	}
 	py_proc_free(p);
 }
 
@@ -838,14 +875,6 @@ static void real_313_debug_offsets(void)
 	CHECK_EQ_U(t.l.frame_previous, 8);
 }
 
-static uint64_t u64_at_heap(uint64_t addr, uint32_t off)
-{
-	uint64_t v;
-
-	memcpy(&v, heap + (addr - HEAP) + off, 8);
-	return v;
-}
-
 /*
  * 3.11 and 3.12 through the sample's stack copy: the walk starts from the
  * frame each evaluation loop's _PyCFrame showed when the sample was taken,
@@ -863,12 +892,12 @@ static void check_sample_copy(uint32_t version, uint32_t hex)
 	bool moved;
 	size_t n;
 
+	/* a C stack below the frames: the outer loop's _PyCFrame at X, a deeper loop's at D, the copy from stk + 256 */
+	stk = alloc(1024);
 	f1 = mk_frame(mk_code("<module>"), shims ? mk_shim(0) : 0, 20, OWNER_THREAD, !shims);
 	f2 = mk_frame(mk_code("outer"), f1, 12, OWNER_THREAD, false);
 	k1 = mk_frame(mk_code("key"), shims ? mk_shim(f2) : f2, 4, OWNER_THREAD, !shims);
 	k2 = mk_frame(mk_code("other_key"), shims ? mk_shim(f2) : f2, 4, OWNER_THREAD, !shims);
-	/* a C stack: the outer loop's _PyCFrame at X, a deeper loop's at D, the copy from stk + 256 */
-	stk = alloc(1024);
 	x = stk + 896;
 	d = stk + 400;
 	e = stk + 64;
