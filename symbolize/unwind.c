@@ -80,7 +80,14 @@ static bool frame_pointer_step(struct sym_regs *regs, struct copy *c)
 #define SCAN_BYTES 16384
 #define SCAN_TRIES 8
 #define SCAN_MAX 4
-/* How far past a direct call's target the callee's pc may be (its function, or a sibling it jumps to). */
+/*
+ * How far from a direct call's target the callee's pc may be: its function,
+ * or one it jumps to. A function with CFI of its own may lie before the
+ * target too (CPython's PyObject_Vectorcall tail-calls _PyObject_MakeTpCall,
+ * 140 KiB below it); code without CFI only after it, else a caller's
+ * frame pointer would lead past a frame (main's call of run_leaf, just
+ * above nocfi_loop, for nocfi_loop's).
+ */
 #define CALL_REACH (256u << 10)
 
 struct walk {
@@ -134,11 +141,12 @@ static bool call_before(const struct sym_code *cd, uint64_t ra, bool *direct, ui
 
 /*
  * Whether a direct call to TARGET can have led to code at CALLEE (a
- * runtime address, CALLEE_CD its file): the callee's file, at or after
- * the target, or through a PLT entry of the caller's file (CALLER_CD).
+ * runtime address, CALLEE_CD its file, CALLEE_CFI whether its frame was
+ * unwound by its own CFI): the callee's file, near the target, or through
+ * a PLT entry of the caller's file (CALLER_CD).
  */
 static bool call_reaches(struct walk *w, const struct sym_code *caller_cd, uint64_t target,
-			 uint64_t callee, const struct sym_code *callee_cd)
+			 uint64_t callee, const struct sym_code *callee_cd, bool callee_cfi)
 {
 	struct sym_code tcd;
 
@@ -146,7 +154,7 @@ static bool call_reaches(struct walk *w, const struct sym_code *caller_cd, uint6
 		return true;
 	w->code(w->code_arg, target, &tcd);
 	return callee_cd->module != UINT32_MAX && tcd.module == callee_cd->module &&
-	       target <= callee && callee - target < CALL_REACH;
+	       (callee >= target ? callee - target < CALL_REACH : callee_cfi && target - callee < CALL_REACH);
 }
 
 static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd);
@@ -162,6 +170,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 {
 	uint64_t callee = 0;
 	struct sym_code callee_cd = { NULL, 0, UINT32_MAX };
+	bool callee_cfi = false;
 
 	for (;;) {
 		uint64_t pc = regs.r[SYM_REG_RA];
@@ -170,7 +179,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 		enum sym_cfi_step step = SYM_CFI_NONE;
 		struct sym_regs before = regs;
 		struct sym_code cd;
-		bool signal = false, direct, past = w->c->read_past_copy;
+		bool signal = false, direct, own_cfi, past = w->c->read_past_copy;
 		uint64_t target;
 
 		if (w->n >= SYM_MAX_FRAMES)
@@ -178,7 +187,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 		w->code(w->code_arg, lookup, &cd);
 		if (verify && callee && !after_signal &&
 		    (!call_before(&cd, pc, &direct, &target) ||
-		     (direct && !call_reaches(w, &cd, target, callee, &callee_cd)))) {
+		     (direct && !call_reaches(w, &cd, target, callee, &callee_cd, callee_cfi)))) {
 			w->bad_call = true;
 			return false;
 		}
@@ -188,6 +197,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 			step = sym_cfi_step(cd.cfi, lookup - cd.bias, &regs, read_copy, w->c, &signal);
 		/* a signal trampoline's own address is not a return address either */
 		w->pcs[w->n++] = initial || after_signal || signal || !pc ? pc : pc - 1;
+		own_cfi = step == SYM_CFI_OK;
 		/*
 		 * No CFI: the frame pointer first, where it leads to a return
 		 * address after a call that can have led here (code that keeps
@@ -200,7 +210,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 
 			w->code(w->code_arg, ra - 1, &rcd);
 			if (call_before(&rcd, ra, &direct, &target) &&
-			    (!direct || call_reaches(w, &rcd, target, pc, &cd)))
+			    (!direct || call_reaches(w, &rcd, target, pc, &cd, false)))
 				step = SYM_CFI_OK;
 			else
 				regs = before;
@@ -233,6 +243,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 		}
 		callee = pc;
 		callee_cd = cd;
+		callee_cfi = own_cfi;
 		initial = false;
 		after_signal = signal;
 	}
@@ -264,7 +275,7 @@ static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const s
 			continue;
 		w->code(w->code_arg, ra - 1, &rcd);
 		if (!rcd.cfi || !call_before(&rcd, ra, &direct, &target) ||
-		    (direct && !call_reaches(w, &rcd, target, pc, cd)))
+		    (direct && !call_reaches(w, &rcd, target, pc, cd, false)))
 			continue;
 		w->tries--;
 		regs.r[REG_RSP] = slot + 8;
