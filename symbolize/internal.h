@@ -216,10 +216,11 @@ typedef void sym_code_fn(void *arg, uint64_t pc, struct sym_code *out);
  * unwind consistently (each return address after a call that can have led
  * to its callee) to a thread's first frame or the end of the copy; the
  * frame pointer is the fallback. *SCANNED says how many frames were found
- * so (0: a stack of CFI and frame pointers alone).
+ * so (0: a stack of CFI and frame pointers alone). Without SCAN, the frame
+ * pointer alone.
  */
 int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, const uint8_t *stack,
-	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
+	       uint64_t size, bool scan, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
 	       uint32_t *scanned);
 
 #endif

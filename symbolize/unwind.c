@@ -301,11 +301,11 @@ static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const s
 }
 
 int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, const uint8_t *stack,
-	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
+	       uint64_t size, bool scan, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
 	       uint32_t *scanned)
 {
 	struct copy c = { stack, perf_regs[PERF_POS_SP], size, false, false };
-	struct walk w = { code, code_arg, &c, pcs, 0, SCAN_MAX, SCAN_TRIES, 0, UINT32_MAX, false, false };
+	struct walk w = { code, code_arg, &c, pcs, 0, scan ? SCAN_MAX : 0, SCAN_TRIES, 0, UINT32_MAX, false, false };
 	struct sym_regs regs;
 	bool ended;
 

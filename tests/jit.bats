@@ -164,6 +164,21 @@ exact_stacks() {
 	[ "$(pjson c.data '"unwind_scanned" in p["meta"]')" = False ]
 }
 
+@test "--unwind-scan off: no stack is scanned, the frame pointer is followed instead" {
+	for wl in "$WORKLOADS" "$WORKLOADS_NOFP"; do
+		record_to o.data --unwind-scan off -- "$wl/nocfi" leaf 0.2
+		run --separate-stderr "$PROFTOOL" report o.data
+		[ "$status" -eq 0 ]
+		[[ "$output" != *"Stack scanning:"* ]]
+		[ "$(pjson o.data '"unwind_scanned" in p["meta"]')" = False ]
+		# run_leaf's frame is where the frame pointer skips it, or nowhere
+		[ "$(ancestor_share nocfi_loop run_leaf < <("$PROFTOOL" report --format folded o.data))" = 0.0 ]
+	done
+	run --separate-stderr "$PROFTOOL" record --unwind-scan maybe -- true
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "proftool: --unwind-scan takes on or off, not 'maybe'; see 'proftool record --help'" ]
+}
+
 # ---- PyTorch's convolutions: oneDNN's JIT kernels under libtorch ----
 
 # jit_figures PROFILE: "SAMPLES CALLER NAMED" of the samples whose innermost frame is JIT code
