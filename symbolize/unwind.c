@@ -161,7 +161,8 @@ static bool call_reaches(struct walk *w, const struct sym_code *caller_cd, uint6
 	       (callee >= target ? callee - target < CALL_REACH : callee_cfi && target - callee < CALL_REACH);
 }
 
-static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd);
+static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd,
+		 bool inner);
 
 /*
  * Unwinds from REGS, appending frames to W. VERIFY (after a scan): every
@@ -183,7 +184,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 		enum sym_cfi_step step = SYM_CFI_NONE;
 		struct sym_regs before = regs;
 		struct sym_code cd;
-		bool signal = false, direct, own_cfi, past = w->c->read_past_copy;
+		bool signal = false, direct, own_cfi, inner, past = w->c->read_past_copy;
 		uint64_t target;
 
 		if (w->n >= SYM_MAX_FRAMES)
@@ -223,17 +224,19 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 		 * No CFI in the innermost frame, or CFI that needs memory outside
 		 * the copy (not beyond it: that is a deeper stack than was
 		 * copied): look for the return address, then fall back on the
-		 * frame pointer. XXX: a frame without CFI reached by unwinding
-		 * is not scanned: above CPython 3.12's perf trampolines (whose
-		 * rbp the unwound registers did not give back) a scan accepted
-		 * stale frames of a finished fflush that unwound consistently
-		 * through indirect calls; a check that the scanned callers'
-		 * frames are live (a frame-pointer chain, or the call sites'
-		 * targets) would let it scan there too.
+		 * frame pointer. A frame without CFI reached by unwinding is
+		 * scanned too where it lies in a file with CFI, for a direct call
+		 * of code without CFI only: above CPython 3.12's perf trampolines
+		 * (JIT code, whose rbp the unwound registers did not give back) a
+		 * scan accepted stale frames of a finished fflush that unwound
+		 * consistently through indirect calls. XXX: JIT code reached by
+		 * unwinding is not scanned; a check that the scanned callers'
+		 * frames are live (a frame-pointer chain) would let it be.
 		 */
-		if (((step == SYM_CFI_NONE && (initial || after_signal)) ||
-		     (step == SYM_CFI_READ && w->c->read_failed && w->c->read_past_copy == past)) &&
-		    (before.valid & 1u << REG_RSP) && w->scans > 0 && scan(w, &before, pc, &cd))
+		inner = (step == SYM_CFI_NONE && (initial || after_signal)) ||
+			(step == SYM_CFI_READ && w->c->read_failed && w->c->read_past_copy == past);
+		if ((inner || (step == SYM_CFI_NONE && cd.cfi)) && (before.valid & 1u << REG_RSP) &&
+		    w->scans > 0 && scan(w, &before, pc, &cd, inner))
 			return true;
 		if (step == SYM_CFI_NONE) {
 			regs = before;
@@ -257,9 +260,12 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
  * Looks upwards from AT's stack pointer for the return address of the
  * frame at PC (in CD's code): a value just after a call, in a file with
  * CFI, whose callers unwind well from there. The first such wins; the
- * frames it adds are W's.
+ * frames it adds are W's. Unless INNER (the frame is the innermost one,
+ * or its CFI needs memory outside the copy), only after a direct call of
+ * code that no CFI covers: the frame's own code, entered from its start.
  */
-static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd)
+static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd,
+		 bool inner)
 {
 	uint64_t sp = at->r[REG_RSP], end = w->c->sp + w->c->size;
 	uint64_t slot = sp > w->c->sp ? sp : w->c->sp;
@@ -279,7 +285,8 @@ static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const s
 			continue;
 		w->code(w->code_arg, ra - 1, &rcd);
 		if (!rcd.cfi || !call_before(&rcd, ra, &direct, &target) ||
-		    (direct && !call_reaches(w, &rcd, target, pc, cd, false)))
+		    (direct && !call_reaches(w, &rcd, target, pc, cd, false)) ||
+		    (!inner && (!direct || sym_cfi_covers(cd->cfi, target - cd->bias))))
 			continue;
 		w->tries--;
 		regs.r[REG_RSP] = slot + 8;

@@ -113,9 +113,9 @@ jit_leaves() {
 # ---- callers of code without usable CFI: found by scanning the stack ----
 
 # exact_stacks FOLDED LEAF CALLER: every stack of the folded report FOLDED with LEAF innermost
-# (the kernel's frames aside) is _start ... main;CALLER;LEAF, and so are >= 95 % of LEAF's
-# samples, and every stack of cfi_loop is main;run_cfi;cfi_loop: a scan invents no frame and
-# loses none
+# (the kernel's frames aside) is _start ... main;CALLER;LEAF (CALLER: one frame or more), and
+# so are >= 95 % of LEAF's samples, and every stack of cfi_loop is main;run_cfi;cfi_loop: a
+# scan invents no frame and loses none
 exact_stacks() {
 	local want="_start;__libc_start_main;__libc_start_call_main;main;$3;$2"
 	awk -v leaf="$2" -v want="$want" '{
@@ -132,10 +132,11 @@ exact_stacks() {
 	}' "$1"
 }
 
-@test "the callers of assembly without CFI, with a red-zone CFA and of JIT code are found, both backends" {
+@test "the callers of assembly without CFI (innermost or in the middle), with a red-zone CFA and of JIT code are found, both backends" {
 	for backend in perf ptrace; do
 		for wl in "$WORKLOADS" "$WORKLOADS_NOFP"; do
-			for mode in leaf:run_leaf:nocfi_loop redzone:run_redzone:redzone_loop jit:run_jit:jit; do
+			for mode in leaf:run_leaf:nocfi_loop redzone:run_redzone:redzone_loop \
+				mid:"run_mid;mid_nocfi":mid_leaf jit:run_jit:jit; do
 				IFS=: read -r m caller leaf <<<"$mode"
 				record_to s.data --backend "$backend" -- "$wl/nocfi" "$m" 0.3
 				run --separate-stderr "$PROFTOOL" report --format folded s.data
