@@ -189,7 +189,8 @@ $(O)/bench/regions: bench/regions.c include/proftool.h $(O)/libproftool.a
 
 # BENCH_ONLY=regions runs only the named regions' part (bench/regions.sh), dump only dump's
 # (bench/dump.sh), pycost only the profiler's CPU per sample (bench/pycost.sh), rsscost only
-# what reading resident memory costs (bench/rsscost.sh), perf only the comparison with perf
+# what reading resident memory costs (bench/rsscost.sh), jitstacks only the stacks through
+# code without unwind information (bench/jitstacks.sh), perf only the comparison with perf
 bench: deps
 	@scripts/deps.sh bench
 	$(MAKE) all $(WL_BINS) $(O)/bench/regions

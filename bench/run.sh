@@ -4,7 +4,8 @@
 # Overhead, accuracy, lost samples, profile size, report speed/memory and the
 # time record needs after the target exits; then what named regions cost
 # (bench/regions.sh), what a dump costs (bench/dump.sh) and proftool's CPU per
-# sample (bench/pycost.sh) and what reading resident memory costs (bench/rsscost.sh).
+# sample (bench/pycost.sh), what reading resident memory costs (bench/rsscost.sh) and
+# stacks through code without unwind information (bench/jitstacks.sh).
 # See bench/README.md for the method.
 #
 # Environment (for experiments; the defaults are what make bench measures):
@@ -13,7 +14,8 @@
 #   BENCH_SCALE=X     multiplies every workload's size (default 1)
 #   BENCH_SAMPLES=N   samples aimed at for the big recording (default 100000)
 #   BENCH_NO_README=1 print the table only; leave bench/README.md alone
-#   BENCH_ONLY=PART   one part only: perf (the comparison), regions, dump, pycost or rsscost
+#   BENCH_ONLY=PART   one part only: perf (the comparison), regions, dump, pycost, rsscost
+#                     or jitstacks
 set -euo pipefail
 export LC_ALL=C
 
@@ -36,7 +38,8 @@ regions) exec bench/regions.sh ;;
 dump) exec bench/dump.sh ;;
 pycost) exec bench/pycost.sh ;;
 rsscost) exec bench/rsscost.sh ;;
-*) die "BENCH_ONLY must be perf, regions, dump, pycost or rsscost, not '$BENCH_ONLY'" ;;
+jitstacks) exec bench/jitstacks.sh ;;
+*) die "BENCH_ONLY must be perf, regions, dump, pycost, rsscost or jitstacks, not '$BENCH_ONLY'" ;;
 esac
 
 # ---------------------------------------------------------------- preconditions
@@ -572,3 +575,5 @@ fi
 [ "${BENCH_ONLY:-}" = perf ] || bench/pycost.sh
 # ---------------------------------------------------------------- resident memory readings
 [ "${BENCH_ONLY:-}" = perf ] || bench/rsscost.sh
+# ---------------------------------------------------------------- stacks through code without CFI
+[ "${BENCH_ONLY:-}" = perf ] || bench/jitstacks.sh

@@ -220,6 +220,7 @@ void sampling_begin(struct sampling_run *r)
 						     .weight_ns = (uint32_t)(1000000000ull / r->o->freq),
 						     .spill_dir = dir, .spill_chunk = chunk,
 						     .python = r->o->py, .rss = true,
+						     .no_unwind_scan = !r->o->unwind_scan,
 						     .weight_is_period = sampler_event_counts(r->o->event) });
 	free(dir);
 }

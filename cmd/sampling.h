@@ -28,6 +28,7 @@ struct sampling_opts {
 	enum { BACKEND_AUTO, BACKEND_PERF, BACKEND_PTRACE } backend;
 	bool wall;              /* --mode wall */
 	bool python;            /* --python auto: merge CPython frames */
+	bool unwind_scan;       /* --unwind-scan on: scan for the callers of code without CFI */
 	bool python_likely;     /* the target looks like Python from the start (set by the caller) */
 	enum regions_mode regions; /* --regions */
 	struct live_opts live;  /* --delay, --paused, --control, --snapshot-every, --keep */
@@ -42,6 +43,7 @@ enum {
 	OPT_STACK_SIZE,
 	OPT_USER_ONLY,
 	OPT_PYTHON,
+	OPT_UNWIND_SCAN,
 	OPT_REGIONS,
 	OPT_DELAY,
 	OPT_PAUSED,
@@ -60,6 +62,7 @@ enum {
 	{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },          \
 	{ "user-only", no_argument, NULL, OPT_USER_ONLY },                  \
 	{ "python", required_argument, NULL, OPT_PYTHON },                  \
+	{ "unwind-scan", required_argument, NULL, OPT_UNWIND_SCAN },        \
 	{ "regions", required_argument, NULL, OPT_REGIONS },                \
 	{ "delay", required_argument, NULL, OPT_DELAY },                    \
 	{ "paused", no_argument, NULL, OPT_PAUSED },                        \

@@ -31,6 +31,11 @@ const char sampling_usage[] =
 	"                       function only\n"
 	"  --stack-size BYTES   user stack copied per sample with -g dwarf, a multiple of 8\n"
 	"                       from 1024 to 65528 (default 32768)\n"
+	"  --unwind-scan on|off\n"
+	"                       with -g dwarf, find the callers of code without usable\n"
+	"                       CFI (JIT code, assembly) by scanning the copied stack\n"
+	"                       for return addresses (default on); off: frame pointers\n"
+	"                       only\n"
 	"  --user-only          leave out kernel frames (time in the kernel still counts,\n"
 	"                       under the user function that entered it)\n"
 	"  -e EVENT             cpu-clock (default), task-clock; the counting events\n"
@@ -76,6 +81,7 @@ void sampling_opts_init(struct sampling_opts *o)
 	o->callgraph = SAMPLER_CG_DWARF;
 	o->event = SAMPLER_EVENT_CPU_CLOCK;
 	o->python = true;
+	o->unwind_scan = true;
 	o->regions = REGIONS_AUTO;
 }
 
@@ -172,6 +178,14 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 			o->python = false;
 		else
 			return usage_error(command, "--python takes auto or off, not '%s'", arg);
+		return 0;
+	case OPT_UNWIND_SCAN:
+		if (!strcmp(arg, "on"))
+			o->unwind_scan = true;
+		else if (!strcmp(arg, "off"))
+			o->unwind_scan = false;
+		else
+			return usage_error(command, "--unwind-scan takes on or off, not '%s'", arg);
 		return 0;
 	case OPT_REGIONS:
 		if (regions_parse_mode(arg, &o->regions) < 0)

@@ -404,6 +404,15 @@ static bool slow_register(const struct eval *ev, int reg, uint64_t *val)
 	return eval_expr(ev, ops, nops, true, val);
 }
 
+bool sym_cfi_covers(struct sym_cfi *c, uint64_t vaddr)
+{
+	struct rule scratch = { 0 };
+	bool covered = rule_at(c, vaddr, &scratch)->kind != RULE_NONE;
+
+	free(scratch.frame);
+	return covered;
+}
+
 enum sym_cfi_step sym_cfi_step(struct sym_cfi *c, uint64_t addr, struct sym_regs *regs,
 			       sym_read_fn *read, void *arg, bool *signal)
 {

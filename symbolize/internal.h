@@ -147,6 +147,8 @@ bool sym_cfi_bias(const struct sym_cfi *c, uint64_t start, uint64_t pgoff, uint6
 bool sym_cfi_read_code(const struct sym_cfi *c, uint64_t vaddr, uint8_t *buf, size_t n);
 /* Whether link-time address VADDR is in the file's PLT (.plt, .plt.sec, .plt.got). */
 bool sym_cfi_in_plt(const struct sym_cfi *c, uint64_t vaddr);
+/* Whether CFI covers link-time address VADDR (an FDE's range holds it). */
+bool sym_cfi_covers(struct sym_cfi *c, uint64_t vaddr);
 
 enum sym_cfi_step {
 	SYM_CFI_OK,             /* REGS are now the caller's */
@@ -214,12 +216,15 @@ typedef void sym_code_fn(void *arg, uint64_t pc, struct sym_code *out);
  * is found by scanning the copy upwards from its stack pointer for a value
  * just after a call instruction in a file with CFI, whose callers then
  * unwind consistently (each return address after a call that can have led
- * to its callee) to a thread's first frame or the end of the copy; the
- * frame pointer is the fallback. *SCANNED says how many frames were found
- * so (0: a stack of CFI and frame pointers alone).
+ * to its callee) to a thread's first frame or the end of the copy; so is
+ * that of a frame without CFI reached by unwinding, in a file with CFI, for
+ * a direct call of code no CFI covers; the frame pointer is the fallback.
+ * *SCANNED says how many frames were found
+ * so (0: a stack of CFI and frame pointers alone). Without SCAN, the frame
+ * pointer alone.
  */
 int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, const uint8_t *stack,
-	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
+	       uint64_t size, bool scan, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
 	       uint32_t *scanned);
 
 #endif

@@ -136,7 +136,8 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 		struct code_arg ca = { ss, pr };
 
 		nr_user = sym_unwind(code_at, &ca, r->sample.regs, r->sample.stack,
-				     r->sample.stack_size, ss->pcs, &stop, &stop_module, &scanned);
+				     r->sample.stack_size, !ss->opts.no_unwind_scan, ss->pcs, &stop,
+				     &stop_module, &scanned);
 		user = ss->pcs;
 	} else {
 		/* frame pointers: callers are return addresses, so look up the call (addr - 1) */

@@ -41,6 +41,7 @@ struct sym_opts {
 	size_t spill_chunk;
 	struct sym_python *python;      /* NULL: native stacks only */
 	bool rss;               /* read each process's resident memory when it appears */
+	bool no_unwind_scan;    /* no stack scanning: past code without usable CFI, frame pointers only */
 };
 
 /*

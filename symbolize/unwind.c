@@ -75,12 +75,23 @@ static bool frame_pointer_step(struct sym_regs *regs, struct copy *c)
  * pointer, as OpenSSL's SHA-256 AVX2 code keeps it in the red zone), its
  * return address is looked for in the copy, upwards from its stack
  * pointer. Bounds: the bytes looked at, the candidates whose callers are
- * walked, and the scans in one stack.
+ * walked, and the scans in one stack. The candidates are many: below the
+ * live return address of SHA-256's AVX2 rounds, in the frame they align
+ * to 1 KiB, lie up to 12 stale ones that a walk must turn down first
+ * (with 8, a run in three lost the callers of 28 to 63 % of
+ * hashing.py's samples).
  */
 #define SCAN_BYTES 16384
-#define SCAN_TRIES 8
+#define SCAN_TRIES 32
 #define SCAN_MAX 4
-/* How far past a direct call's target the callee's pc may be (its function, or a sibling it jumps to). */
+/*
+ * How far from a direct call's target the callee's pc may be: its function,
+ * or one it jumps to. A function with CFI of its own may lie before the
+ * target too (CPython's PyObject_Vectorcall tail-calls _PyObject_MakeTpCall,
+ * 140 KiB below it); code without CFI only after it, else a caller's
+ * frame pointer would lead past a frame (main's call of run_leaf, just
+ * above nocfi_loop, for nocfi_loop's).
+ */
 #define CALL_REACH (256u << 10)
 
 struct walk {
@@ -134,11 +145,12 @@ static bool call_before(const struct sym_code *cd, uint64_t ra, bool *direct, ui
 
 /*
  * Whether a direct call to TARGET can have led to code at CALLEE (a
- * runtime address, CALLEE_CD its file): the callee's file, at or after
- * the target, or through a PLT entry of the caller's file (CALLER_CD).
+ * runtime address, CALLEE_CD its file, CALLEE_CFI whether its frame was
+ * unwound by its own CFI): the callee's file, near the target, or through
+ * a PLT entry of the caller's file (CALLER_CD).
  */
 static bool call_reaches(struct walk *w, const struct sym_code *caller_cd, uint64_t target,
-			 uint64_t callee, const struct sym_code *callee_cd)
+			 uint64_t callee, const struct sym_code *callee_cd, bool callee_cfi)
 {
 	struct sym_code tcd;
 
@@ -146,10 +158,11 @@ static bool call_reaches(struct walk *w, const struct sym_code *caller_cd, uint6
 		return true;
 	w->code(w->code_arg, target, &tcd);
 	return callee_cd->module != UINT32_MAX && tcd.module == callee_cd->module &&
-	       target <= callee && callee - target < CALL_REACH;
+	       (callee >= target ? callee - target < CALL_REACH : callee_cfi && target - callee < CALL_REACH);
 }
 
-static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd);
+static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd,
+		 bool inner);
 
 /*
  * Unwinds from REGS, appending frames to W. VERIFY (after a scan): every
@@ -162,6 +175,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 {
 	uint64_t callee = 0;
 	struct sym_code callee_cd = { NULL, 0, UINT32_MAX };
+	bool callee_cfi = false;
 
 	for (;;) {
 		uint64_t pc = regs.r[SYM_REG_RA];
@@ -170,7 +184,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 		enum sym_cfi_step step = SYM_CFI_NONE;
 		struct sym_regs before = regs;
 		struct sym_code cd;
-		bool signal = false, direct, past = w->c->read_past_copy;
+		bool signal = false, direct, own_cfi, inner, past = w->c->read_past_copy;
 		uint64_t target;
 
 		if (w->n >= SYM_MAX_FRAMES)
@@ -178,7 +192,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 		w->code(w->code_arg, lookup, &cd);
 		if (verify && callee && !after_signal &&
 		    (!call_before(&cd, pc, &direct, &target) ||
-		     (direct && !call_reaches(w, &cd, target, callee, &callee_cd)))) {
+		     (direct && !call_reaches(w, &cd, target, callee, &callee_cd, callee_cfi)))) {
 			w->bad_call = true;
 			return false;
 		}
@@ -188,6 +202,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 			step = sym_cfi_step(cd.cfi, lookup - cd.bias, &regs, read_copy, w->c, &signal);
 		/* a signal trampoline's own address is not a return address either */
 		w->pcs[w->n++] = initial || after_signal || signal || !pc ? pc : pc - 1;
+		own_cfi = step == SYM_CFI_OK;
 		/*
 		 * No CFI: the frame pointer first, where it leads to a return
 		 * address after a call that can have led here (code that keeps
@@ -200,7 +215,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 
 			w->code(w->code_arg, ra - 1, &rcd);
 			if (call_before(&rcd, ra, &direct, &target) &&
-			    (!direct || call_reaches(w, &rcd, target, pc, &cd)))
+			    (!direct || call_reaches(w, &rcd, target, pc, &cd, false)))
 				step = SYM_CFI_OK;
 			else
 				regs = before;
@@ -209,17 +224,19 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 		 * No CFI in the innermost frame, or CFI that needs memory outside
 		 * the copy (not beyond it: that is a deeper stack than was
 		 * copied): look for the return address, then fall back on the
-		 * frame pointer. XXX: a frame without CFI reached by unwinding
-		 * is not scanned: above CPython 3.12's perf trampolines (whose
-		 * rbp the unwound registers did not give back) a scan accepted
-		 * stale frames of a finished fflush that unwound consistently
-		 * through indirect calls; a check that the scanned callers'
-		 * frames are live (a frame-pointer chain, or the call sites'
-		 * targets) would let it scan there too.
+		 * frame pointer. A frame without CFI reached by unwinding is
+		 * scanned too where it lies in a file with CFI, for a direct call
+		 * of code without CFI only: above CPython 3.12's perf trampolines
+		 * (JIT code, whose rbp the unwound registers did not give back) a
+		 * scan accepted stale frames of a finished fflush that unwound
+		 * consistently through indirect calls. XXX: JIT code reached by
+		 * unwinding is not scanned; a check that the scanned callers'
+		 * frames are live (a frame-pointer chain) would let it be.
 		 */
-		if (((step == SYM_CFI_NONE && (initial || after_signal)) ||
-		     (step == SYM_CFI_READ && w->c->read_failed && w->c->read_past_copy == past)) &&
-		    (before.valid & 1u << REG_RSP) && w->scans > 0 && scan(w, &before, pc, &cd))
+		inner = (step == SYM_CFI_NONE && (initial || after_signal)) ||
+			(step == SYM_CFI_READ && w->c->read_failed && w->c->read_past_copy == past);
+		if ((inner || (step == SYM_CFI_NONE && cd.cfi)) && (before.valid & 1u << REG_RSP) &&
+		    w->scans > 0 && scan(w, &before, pc, &cd, inner))
 			return true;
 		if (step == SYM_CFI_NONE) {
 			regs = before;
@@ -233,6 +250,7 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 		}
 		callee = pc;
 		callee_cd = cd;
+		callee_cfi = own_cfi;
 		initial = false;
 		after_signal = signal;
 	}
@@ -242,9 +260,12 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
  * Looks upwards from AT's stack pointer for the return address of the
  * frame at PC (in CD's code): a value just after a call, in a file with
  * CFI, whose callers unwind well from there. The first such wins; the
- * frames it adds are W's.
+ * frames it adds are W's. Unless INNER (the frame is the innermost one,
+ * or its CFI needs memory outside the copy), only after a direct call of
+ * code that no CFI covers: the frame's own code, entered from its start.
  */
-static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd)
+static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const struct sym_code *cd,
+		 bool inner)
 {
 	uint64_t sp = at->r[REG_RSP], end = w->c->sp + w->c->size;
 	uint64_t slot = sp > w->c->sp ? sp : w->c->sp;
@@ -264,7 +285,8 @@ static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const s
 			continue;
 		w->code(w->code_arg, ra - 1, &rcd);
 		if (!rcd.cfi || !call_before(&rcd, ra, &direct, &target) ||
-		    (direct && !call_reaches(w, &rcd, target, pc, cd)))
+		    (direct && !call_reaches(w, &rcd, target, pc, cd, false)) ||
+		    (!inner && (!direct || sym_cfi_covers(cd->cfi, target - cd->bias))))
 			continue;
 		w->tries--;
 		regs.r[REG_RSP] = slot + 8;
@@ -290,11 +312,11 @@ static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const s
 }
 
 int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, const uint8_t *stack,
-	       uint64_t size, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
+	       uint64_t size, bool scan, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
 	       uint32_t *scanned)
 {
 	struct copy c = { stack, perf_regs[PERF_POS_SP], size, false, false };
-	struct walk w = { code, code_arg, &c, pcs, 0, SCAN_MAX, SCAN_TRIES, 0, UINT32_MAX, false, false };
+	struct walk w = { code, code_arg, &c, pcs, 0, scan ? SCAN_MAX : 0, SCAN_TRIES, 0, UINT32_MAX, false, false };
 	struct sym_regs regs;
 	bool ended;
 

@@ -23,6 +23,7 @@ usage_fails() {
 	usage_fails record -e bogus -- true
 	usage_fails record --backend bogus -- true
 	usage_fails record --mode bogus -- true
+	usage_fails record --unwind-scan bogus -- true
 	usage_fails record --duration -1 -- true
 	usage_fails record --duration x -- true
 	usage_fails record --no-such-option -- true

@@ -8,6 +8,9 @@
  *   redzone    run_redzone -> redzone_loop: CFI whose frame address is kept
  *              below the stack pointer, in the red zone, as OpenSSL's
  *              SHA-256 AVX2 code keeps it (DW_OP_breg7 -8; deref; plus 8)
+ *   mid        run_mid -> mid_nocfi -> mid_leaf: assembly with no CFI in
+ *              the middle of the stack, calling a C function that runs
+ *              the loop
  *   jit        run_jit -> a copy of the loop in anonymous executable memory,
  *              called through a function pointer (a JIT's kernel)
  *   jitmap     the same, and the program writes /tmp/perf-PID.map itself,
@@ -38,6 +41,8 @@ typedef uint64_t (*loop_fn)(uint64_t x, uint64_t n);
 uint64_t cfi_loop(uint64_t x, uint64_t n);
 uint64_t nocfi_loop(uint64_t x, uint64_t n);
 uint64_t redzone_loop(uint64_t x, uint64_t n);
+uint64_t mid_nocfi(uint64_t x, uint64_t n);
+uint64_t mid_leaf(uint64_t x, uint64_t n);
 extern const unsigned char loop_code[], loop_code_end[];
 
 /* uint64_t LOOP(uint64_t x, uint64_t n): n rounds of x = x * 0x2545f491 + 1 */
@@ -93,6 +98,22 @@ __asm__(
 	"	.cfi_endproc\n"
 	"	.size redzone_loop, .-redzone_loop\n"
 
+	/*
+	 * No CFI either, and a frame of its own: a register pushed and 16
+	 * bytes left as they were (whatever earlier calls wrote there), then a
+	 * call of a C function. The stack stays aligned for the call.
+	 */
+	"	.globl mid_nocfi\n"
+	"	.type mid_nocfi, @function\n"
+	"mid_nocfi:\n"
+	"	push %rbx\n"
+	"	sub $16, %rsp\n"
+	"	call mid_leaf\n"
+	"	add $16, %rsp\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	"	.size mid_nocfi, .-mid_nocfi\n"
+
 	/* the bytes a JIT copies: position-independent, no CFI anywhere */
 	"	.section .rodata\n"
 	"	.globl loop_code, loop_code_end\n"
@@ -121,6 +142,23 @@ static __attribute__((noinline)) uint64_t run_leaf(uint64_t x, uint64_t n)
 static __attribute__((noinline)) uint64_t run_redzone(uint64_t x, uint64_t n)
 {
 	x = redzone_loop(x, n);
+	asm volatile("" ::: "memory");
+	return x + 1;
+}
+
+/* The loop in C (with CFI), below mid_nocfi: the same instructions, one a round. */
+__attribute__((noinline)) uint64_t mid_leaf(uint64_t x, uint64_t n)
+{
+	for (; n; n--) {
+		x = x * 0x2545f491 + 1;
+		asm volatile("" : "+r"(x));
+	}
+	return x;
+}
+
+static __attribute__((noinline)) uint64_t run_mid(uint64_t x, uint64_t n)
+{
+	x = mid_nocfi(x, n);
 	asm volatile("" ::: "memory");
 	return x + 1;
 }
@@ -174,8 +212,8 @@ int main(int argc, char **argv)
 	const char *env;
 
 	if (argc < 2 || argc > 3 || (strcmp(mode, "leaf") && strcmp(mode, "redzone") &&
-				     strncmp(mode, "jit", 3))) {
-		fprintf(stderr, "usage: %s leaf|redzone|jit|jitmap|jitonednn [SCALE]\n", argv[0]);
+				     strcmp(mode, "mid") && strncmp(mode, "jit", 3))) {
+		fprintf(stderr, "usage: %s leaf|redzone|mid|jit|jitmap|jitonednn [SCALE]\n", argv[0]);
 		return 2;
 	}
 	if (!strncmp(mode, "jit", 3)) {
@@ -194,6 +232,8 @@ int main(int argc, char **argv)
 			sink = run_jit(jitted, sink, n);
 		else if (!strcmp(mode, "leaf"))
 			sink = run_leaf(sink, n);
+		else if (!strcmp(mode, "mid"))
+			sink = run_mid(sink, n);
 		else
 			sink = run_redzone(sink, n);
 	}
