@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The CPython reader's own: the state of one process's reader, shared by
+ * python.c (processes, threads, the stack read) and pywalk.c (the walk of
+ * a thread's frames and code objects, and what the sample's stack copy
+ * tells of them).
+ */
+#ifndef PROFTOOL_SYMBOLIZE_PYPROC_H
+#define PROFTOOL_SYMBOLIZE_PYPROC_H
+
+#include <string.h>
+
+#include "base/base.h"
+#include "python.h"
+
+#define SEEN_SLOTS 8192         /* > 2 * PY_MAX_DEPTH: the open-addressing set stays half empty */
+/*
+ * Pages fetched below a frame's page when it is not cached: the frames a
+ * frame returns to lie below it in the thread's data stack, so one call
+ * brings the rest of a typical stack along.
+ */
+#define FRAME_PAGES_BELOW 12
+/*
+ * The frames of a thread's last stack lying at most this far below its
+ * innermost one, in its data stack, are fetched whole with the next read
+ * (the stack mostly still holds them).
+ */
+#define FRAME_SPAN_MAX (64u << 10)
+/*
+ * Code objects whose headers are read with the thread's pages, before the
+ * walk: those of the thread's last stack (innermost first), which a thread
+ * mostly still runs. A stack made only of them is read in one call.
+ */
+#define SPEC_CODES PY_PAGES_EXTRA
+/* evaluation loops of a sample whose runs' first frames the stack copy tells */
+#define PY_BOUNDS 16
+
+struct thread_entry {
+	int32_t tid;
+	uint64_t tstate;                /* 0: forgotten */
+	/*
+	 * Where the last read found the thread's _PyCFrame (3.11, 3.12) and
+	 * innermost frame: their pages are fetched with the thread state's,
+	 * in one call, since a thread mostly runs in the same few pages.
+	 */
+	uint64_t last_cframe, last_frame;
+	uint64_t last_lo;               /* the lowest frame within FRAME_SPAN_MAX below last_frame */
+	uint64_t last_codes[SPEC_CODES];
+	size_t nr_last_codes;
+};
+
+/* A Python frame the walk found, its code object not read yet. */
+struct walked {
+	uint64_t code, instr;
+	uint32_t flags;
+	uint32_t code_idx;              /* its code object among the distinct ones of the stack */
+};
+
+struct py_proc {
+	struct py_target t;
+	uint32_t version;
+	uint64_t runtime;
+	struct py_codes *codes;
+	struct thread_entry *threads;
+	size_t threads_nr, threads_alloc;
+	struct idx thread_idx;          /* hash of tid -> threads[] */
+	/* frames visited by the current walk: slots whose gen differs are empty */
+	uint64_t seen[SEEN_SLOTS];
+	uint32_t seen_gen[SEEN_SLOTS];
+	uint32_t seen_val[SEEN_SLOTS];  /* read_codes: a code object's index among the distinct ones */
+	uint32_t gen;
+	struct py_pages pages;          /* the target's pages read during the current stack read */
+	uint64_t counts[PY_STACK_NR];
+	/* scratch of one stack read: its frames, and its distinct code objects' headers */
+	struct walked *walked;
+	size_t walked_alloc;
+	uint64_t *code_addr;
+	uint8_t (*code_hdr)[PY_HDR_MAX];
+	bool *code_ok;
+	size_t codes_alloc;
+	/* code headers read before the walk (SPEC_CODES) */
+	uint64_t spec_addr[SPEC_CODES];
+	uint8_t spec_hdr[SPEC_CODES][PY_HDR_MAX];
+	bool spec_ok[SPEC_CODES];
+	size_t nr_spec;
+	/* the sample's stack copy during a read, and the frames its loops ran (frame_at_sample) */
+	const struct py_ustack *us;
+	uint64_t walk_lo;               /* the lowest frame the walk found within FRAME_SPAN_MAX of the first */
+	uint64_t bounds[PY_BOUNDS];
+	size_t nr_bounds;
+};
+
+static inline bool rd(struct py_proc *p, uint64_t addr, void *buf, size_t len)
+{
+	struct py_read r = { addr, buf, len };
+
+	return py_pages_read(&p->pages, &p->t, &r, 1, 0) == 1;
+}
+
+static inline uint64_t u64_at(const uint8_t *b, uint32_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, b + off, sizeof(v));
+	return v;
+}
+
+/* 3.11 and 3.12: from the thread state's _PyCFrame CFRAME, the innermost frame when US was copied (pywalk.c). */
+bool py_frame_at_sample(struct py_proc *p, const struct py_ustack *us, uint64_t cframe, uint64_t *frame);
+/*
+ * Walks the chain from FRAME (whose header is in BUF[0]) into OUT, at most
+ * MAX frames; sets *STATUS (pywalk.c).
+ */
+size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], struct py_frame *out, size_t max,
+	       enum py_status *status);
+/* Range R from the sample's stack copy during a read, when it lies there (pywalk.c). */
+bool py_from_copy(const struct py_proc *p, const struct py_read *r);
+
+#endif

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The CPython reader's walk of one thread's stack: its frames, then the
+ * code objects of them all in one batched read; and what the sample's own
+ * copy of the C stack tells of where the walk starts and where each
+ * evaluation loop's run began.
+ */
+#include "pyproc.h"
+
+#include "base/base.h"
+
+/* Adds frame address A to the walk's set; false when it was there already (a loop). */
+static bool seen_add(struct py_proc *p, uint64_t a)
+{
+	size_t i = hash_u64(a) & (SEEN_SLOTS - 1);
+
+	while (p->seen_gen[i] == p->gen) {
+		if (p->seen[i] == a)
+			return false;
+		i = (i + 1) & (SEEN_SLOTS - 1);
+	}
+	p->seen_gen[i] = p->gen;
+	p->seen[i] = a;
+	return true;
+}
+
+static void seen_reset(struct py_proc *p)
+{
+	if (++p->gen == 0) {
+		memset(p->seen_gen, 0, sizeof(p->seen_gen));
+		p->gen = 1;
+	}
+}
+
+/* The word at ADDR in the stack copy US, if it holds it. */
+static bool ustack_u64(const struct py_ustack *us, uint64_t addr, uint64_t *v)
+{
+	if (addr < us->sp || us->size < 8 || addr - us->sp > us->size - 8)
+		return false;
+	memcpy(v, us->data + (addr - us->sp), 8);
+	return true;
+}
+
+/*
+ * 3.11 and 3.12: the innermost frame when the sample was taken. Each
+ * evaluation loop keeps its _PyCFrame on the C stack and updates its
+ * current_frame at every Python call and return; the thread state points
+ * at the innermost loop's. The stack copy holds them as they were at the
+ * sample, the thread state (read now) as they are: CFRAME, the thread
+ * state's. A thread gone deeper since has CFRAME below the copy: its
+ * previous links lead back into it. A thread come back out since has
+ * CFRAME above the loop it sampled in: that loop's _PyCFrame, in the copy,
+ * links to CFRAME. Sets *FRAME; false when the copy cannot tell.
+ */
+bool py_frame_at_sample(struct py_proc *p, const struct py_ustack *us, uint64_t cframe, uint64_t *frame)
+{
+	const uint32_t cur = p->t.l.cframe_current_frame, prev = cur + 8;
+	uint64_t v, f;
+
+	for (int k = 0; k < 16 && cframe && cframe < us->sp; k++) {
+		if (!py_ptr_ok(cframe) || !rd(p, cframe + prev, &cframe, 8))
+			return false;
+	}
+	if (!py_ptr_ok(cframe) || !ustack_u64(us, cframe + cur, &f))
+		return false;
+	/*
+	 * Loops deeper than CFRAME's in the copy, innermost last: the word
+	 * nearest below that links to it with a frame beside it. (A loop
+	 * that returned before the sample can leave such a word in the
+	 * stack of what runs now: pairing with the native stack's loops
+	 * still finds that out.)
+	 */
+	for (int depth = 0; depth < 64; depth++) {
+		uint64_t found = 0;
+
+		for (uint64_t a = (cframe - 8) & ~7ull; a >= us->sp + prev && a < cframe; a -= 8) {
+			if (ustack_u64(us, a, &v) && v == cframe && ustack_u64(us, a - prev + cur, &v) &&
+			    py_ptr_ok(v)) {
+				found = a - prev;
+				break;
+			}
+		}
+		if (!found)
+			break;
+		cframe = found;
+		ustack_u64(us, cframe + cur, &f);
+	}
+	*frame = f;
+	/*
+	 * Where each loop's run began: its first frame links to the frame the
+	 * loop above it ran. Read by the walk as they were at the sample, which
+	 * the frames themselves, read now, may no longer say (3.11 marks an
+	 * entry frame only once its loop has begun, and a frame's slot is
+	 * soon taken by the next call).
+	 */
+	p->nr_bounds = 0;
+	while (p->nr_bounds < PY_BOUNDS && ustack_u64(us, cframe + prev, &v) && v > cframe &&
+	       ustack_u64(us, v + cur, &f)) {
+		p->bounds[p->nr_bounds++] = f;
+		cframe = v;
+	}
+	return true;
+}
+
+/*
+ * The line of the instruction pointer at byte OFF from the code's first
+ * instruction. 3.11 and 3.12 point at the code unit before the next
+ * instruction, so a frame not started yet sits at -2 (its first line);
+ * anything else before the code or odd is garbage (no line).
+ */
+static uint32_t line_of(struct py_proc *p, struct py_code *c, uint64_t off)
+{
+	int64_t o = (int64_t)off;
+
+	if (o < -2 || (o & 1))
+		return 0;
+	return py_code_line(p->codes, c, o);
+}
+
+/* Room for N frames and as many code objects in P's scratch arrays. */
+static void scratch_grow(struct py_proc *p, size_t n)
+{
+	if (n > p->walked_alloc) {
+		p->walked_alloc = n;
+		p->walked = xrealloc(p->walked, st_mult(p->walked_alloc, sizeof(*p->walked)));
+	}
+	if (n > p->codes_alloc) {
+		p->codes_alloc = n;
+		p->code_addr = xrealloc(p->code_addr, st_mult(p->codes_alloc, sizeof(*p->code_addr)));
+		p->code_hdr = xrealloc(p->code_hdr, st_mult(p->codes_alloc, sizeof(*p->code_hdr)));
+		p->code_ok = xrealloc(p->code_ok, st_mult(p->codes_alloc, sizeof(*p->code_ok)));
+	}
+}
+
+/* Whether the frame at PREV is the last of a loop's run, the sample's stack copy says. */
+static bool is_bound(const struct py_proc *p, uint64_t prev)
+{
+	for (size_t i = 0; i < p->nr_bounds; i++)
+		if (p->bounds[i] == prev)
+			return true;
+	return false;
+}
+
+/*
+ * Whether the frame at ADDR is in the thread's C stack below the sample's
+ * stack pointer: there when the thread went deeper after the sample.
+ */
+static bool after_sample(const struct py_proc *p, uint64_t addr)
+{
+	return p->us && addr < p->us->sp && p->us->sp - addr < (1u << 20);
+}
+
+/*
+ * Range R from the sample's stack copy, when it lies there: a frame on the
+ * C stack (3.12's shims) as it was at the sample.
+ */
+bool py_from_copy(const struct py_proc *p, const struct py_read *r)
+{
+	const struct py_ustack *us = p->us;
+
+	if (!us || r->addr < us->sp || r->len > us->size || r->addr - us->sp > us->size - r->len)
+		return false;
+	memcpy(r->buf, us->data + (r->addr - us->sp), r->len);
+	return true;
+}
+
+/*
+ * Walks the chain of frames from FRAME (whose header is in BUF[0]) into
+ * p->walked, up to MAX Python frames, reading frame headers only: through
+ * the page cache, a frame not cached bringing the pages below it along.
+ * Returns the Python frames found and sets *STATUS to why the walk ended.
+ */
+static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], size_t max,
+			  enum py_status *status)
+{
+	const struct py_layout *l = &p->t.l;
+	uint8_t max_owner = l->owned_by_cstack != PY_OWNER_NONE ? (uint8_t)l->owned_by_cstack : 2;
+	size_t n = 0, run = 0, cur = 0;
+	bool empty_above = false;
+
+	seen_reset(p);
+	p->walk_lo = frame;
+	for (size_t depth = 0;; depth++) {
+		const uint8_t *f = buf[cur];
+		uint64_t code = u64_at(f, l->frame_code), prev = u64_at(f, l->frame_previous);
+		uint8_t owner = f[l->frame_owner];
+		struct py_read r = { prev, buf[!cur], p->t.hdr_frame };
+
+		if (depth == PY_MAX_DEPTH) {
+			*status = PY_STACK_TOO_DEEP;
+			return n;
+		}
+		if (!seen_add(p, frame) || owner > max_owner || (prev && !py_ptr_ok(prev)))
+			goto torn;
+		if (owner == l->owned_by_cstack && after_sample(p, frame)) {
+			/*
+			 * a shim deeper in the C stack than the sample's stack
+			 * pointer: its loop began after the sample, and the
+			 * frames above it are newer than the sample
+			 */
+			n = 0;
+			run = 0;
+			empty_above = false;
+		} else if (owner == l->owned_by_cstack) {
+			/* a shim: the frame above it was the first of its eval loop */
+			if (run)
+				p->walked[n - 1].flags |= PY_FRAME_ENTRY;
+			else if (n == 0 && !empty_above)
+				empty_above = true;
+			else
+				goto torn;      /* two shims in a row never happen */
+			run = 0;
+		} else {
+			uint32_t flags = 0;
+
+			if (!py_ptr_ok(code))
+				goto torn;
+			if (n == max) {
+				*status = PY_STACK_TOO_DEEP;
+				return n;
+			}
+			if (n == 0 && empty_above)
+				flags |= PY_FRAME_EMPTY_RUN_ABOVE;
+			if (owner == 1)         /* FRAME_OWNED_BY_GENERATOR in 3.11-3.13 */
+				flags |= PY_FRAME_GENERATOR;
+			if (l->frame_is_entry != PY_OFF_NONE && (f[l->frame_is_entry] || is_bound(p, prev))) {
+				flags |= PY_FRAME_ENTRY;
+				run = 0;
+			} else {
+				run++;
+			}
+			p->walked[n++] = (struct walked){ code, u64_at(f, l->frame_instr), flags, 0 };
+		}
+		if (!prev) {
+			*status = PY_STACK_COMPLETE;
+			return n;
+		}
+		if (!py_from_copy(p, &r) && py_pages_read(&p->pages, &p->t, &r, 1, FRAME_PAGES_BELOW) != 1) {
+			*status = PY_STACK_UNREADABLE;
+			return n;
+		}
+		frame = prev;
+		cur = !cur;
+		if (frame < p->walk_lo && p->walk_lo - frame <= FRAME_SPAN_MAX)
+			p->walk_lo = frame;
+	}
+torn:
+	*status = PY_STACK_TORN;
+	return n;
+}
+
+/* The index of CODE among the stack's distinct code objects, added (*NC grows) when new. */
+static uint32_t code_index(struct py_proc *p, uint64_t code, size_t *nc)
+{
+	size_t i = hash_u64(code) & (SEEN_SLOTS - 1);
+
+	while (p->seen_gen[i] == p->gen) {
+		if (p->seen[i] == code)
+			return p->seen_val[i];
+		i = (i + 1) & (SEEN_SLOTS - 1);
+	}
+	p->seen_gen[i] = p->gen;
+	p->seen[i] = code;
+	p->seen_val[i] = (uint32_t)*nc;
+	p->code_addr[(*nc)++] = code;
+	return p->seen_val[i];
+}
+
+/*
+ * Reads the headers of the N walked frames' distinct code objects, all in
+ * as few calls of the reader as ranges that fail allow (a range that
+ * fails stops a call; the next goes on after it). Sets each frame's
+ * code_idx; returns the number of distinct code objects.
+ */
+static size_t read_codes(struct py_proc *p, size_t n)
+{
+	struct py_read *r;
+	size_t nc = 0, nr = 0, done = 0, *idx;
+
+	/* the walk is over: its set of frames becomes one of code objects (a recursion repeats one) */
+	seen_reset(p);
+	for (size_t i = 0; i < n; i++) {
+		struct walked *w = &p->walked[i];
+
+		w->code_idx = i && w->code == w[-1].code ? w[-1].code_idx : code_index(p, w->code, &nc);
+	}
+	r = xmalloc(st_mult(nc + 1, sizeof(*r)));
+	idx = xmalloc(st_mult(nc + 1, sizeof(*idx)));
+	for (size_t c = 0; c < nc; c++) {
+		size_t k = 0;
+
+		/* read with the thread's pages already */
+		while (k < p->nr_spec && p->spec_addr[k] != p->code_addr[c])
+			k++;
+		if (k < p->nr_spec && p->spec_ok[k]) {
+			memcpy(p->code_hdr[c], p->spec_hdr[k], p->t.hdr_code);
+			p->code_ok[c] = true;
+			continue;
+		}
+		idx[nr] = c;
+		r[nr++] = (struct py_read){ p->code_addr[c], p->code_hdr[c], p->t.hdr_code };
+	}
+	while (done < nr) {
+		int got = p->t.read(p->t.read_arg, r + done, nr - done);
+
+		if (got < 0)
+			got = 0;
+		for (size_t k = 0; k < (size_t)got; k++)
+			p->code_ok[idx[done + k]] = true;
+		done += (size_t)got;
+		if (done < nr)
+			p->code_ok[idx[done++]] = false;
+	}
+	free(idx);
+	free(r);
+	return nc;
+}
+
+/*
+ * Walks the chain from FRAME (whose header is in BUF[0]) into OUT: first
+ * the frames, then the code objects of them all in one batched read (each
+ * header checked against what its cached entry was decoded from), so that
+ * a stack whose code objects are cached costs a read or two whatever its
+ * depth. The frames before the first failure, frame or code object, are
+ * kept.
+ */
+size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], struct py_frame *out, size_t max,
+	       enum py_status *status)
+{
+	const struct py_layout *l = &p->t.l;
+	enum py_status walk_status;
+	size_t n;
+
+	scratch_grow(p, max < PY_MAX_DEPTH ? max + 1 : PY_MAX_DEPTH + 1);
+	n = walk_frames(p, frame, buf, max, &walk_status);
+	if (n)
+		read_codes(p, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct walked *w = &p->walked[i];
+		struct py_code *c;
+
+		if (!p->code_ok[w->code_idx]) {
+			*status = PY_STACK_UNREADABLE;
+			return i;
+		}
+		if ((*status = py_code_get(p->codes, &p->t, w->code, p->code_hdr[w->code_idx], &c)) !=
+		    PY_STACK_COMPLETE)
+			return i;
+		out[i] = (struct py_frame){
+			.qualname = c->qualname,
+			.filename = c->filename,
+			.firstlineno = (uint32_t)c->firstlineno,
+			.line = line_of(p, c, w->instr - (w->code + l->code_adaptive)),
+			.flags = w->flags,
+			.code = w->code,
+		};
+	}
+	*status = walk_status;
+	return n;
+}
