@@ -85,6 +85,7 @@ measure() {
 	case $var in
 	default) rec=("$PT" record -q -F "$FREQ" -o "$d/out.data" --) ;;
 	python-off) rec=("$PT" record -q -F "$FREQ" --python off -o "$d/out.data" --) ;;
+	fp) rec=("$PT" record -q -F "$FREQ" -g fp -o "$d/out.data" --) ;;
 	perf) rec=("${PERF[@]}" record -q -e cpu-clock -F "$FREQ" -g -o "$d/out.data" --) ;;
 	*) die "internal: unknown variant $var" ;;
 	esac
@@ -134,7 +135,7 @@ nsamples() { local i; for ((i = 1; i <= RUNS; i++)); do cat "$T/runs/$1/$2/$3/$i
 
 # ---------------------------------------------------------------- running
 CASES=("c default" "c python-off" "py default" "py python-off")
-[ "${#PERF[@]}" = 0 ] || CASES+=("c perf")
+[ "${#PERF[@]}" = 0 ] || CASES+=("c perf" "c fp")
 [ "$TORCH" = 0 ] || CASES+=("torch default" "torch python-off")
 progress "$RUNS rounds of ${#CASES[@]} cases, each run for $SHORT s and $LONG s, -F $FREQ"
 # rounds: every case in turn, short and long, so that the machine's drift hits all alike
@@ -152,7 +153,7 @@ done
 # /proc/kallsyms alone is thousands of reads) are left out. strace -f follows the target
 # too; its own calls are told apart by process, the target being the process that calls
 # execve after proftool's own (which strace shows on the first line).
-SYSCALLS=(process_vm_readv ppoll poll read write wait4)
+SYSCALLS=(process_vm_readv ppoll poll clock_nanosleep read write wait4)
 STRACE=0
 if command -v strace >/dev/null 2>&1; then
 	progress "strace -f of a 2 s Python recording"
@@ -170,7 +171,8 @@ if command -v strace >/dev/null 2>&1; then
 			!tgt || done || $1 == tgt { next }
 			/wait4/ && $NF == tgt { done = 1 }
 			$2 !~ /^<\.\.\./ { n = $2; sub(/\(.*/, "", n); count[n]++ }
-			END { for (n in count) print n, count[n] }' "$d/trace" >"$d/counts"
+			/process_vm_readv/ && $(NF - 1) == "=" && $NF ~ /^[0-9]+$/ { bytes += $NF }
+			END { for (n in count) print n, count[n]; print "bytes", bytes + 0 }' "$d/trace" >"$d/counts"
 		STRACE=1
 	else
 		echo "bench: pycost: strace failed, system calls not counted: $(head -n 3 "$d/stderr" | tr '\n' ' ')" >&2
@@ -217,7 +219,10 @@ C_LABEL="C, 4 threads (benchload spin)"
 PY_LABEL="Python, 6 frames (pyspin.py)"
 row c default "$C_LABEL" "default (--python auto)"
 row c python-off "$C_LABEL" "--python off"
-[ "${#PERF[@]}" = 0 ] || row c perf "$C_LABEL" "perf record -g"
+if [ "${#PERF[@]}" != 0 ]; then
+	row c fp "$C_LABEL" "-g fp (as perf -g)"
+	row c perf "$C_LABEL" "perf record -g"
+fi
 row py default "$PY_LABEL" "default (--python auto)"
 row py python-off "$PY_LABEL" "--python off"
 if [ "$TORCH" = 1 ]; then
@@ -239,12 +244,14 @@ res=$(result le "$ratio" 2.5)
 fmt "Python job / C job, default" "ratio" "" "${ratio}x" "<= 2.5x" "$res"
 note_result "$res" "Python job: ${ratio}x the C job's CPU per sample (target 2.5x)"
 if [ "${#PERF[@]}" != 0 ]; then
-	qc=$(per_sample c perf)
-	res=$(result le "$cc" "$qc")
-	fmt "C job, default, against perf -g" "proftool / perf" "" "$(awk -v a="$cc" -v b="$qc" 'BEGIN { printf "%.2fx", (b > 0 ? a / b : 0) }')" "<= perf ($(num "$qc" %.1f) us)" "$res"
-	note_result "$res" "C job: proftool $(num "$cc" %.1f) us per sample, perf record -g $(num "$qc" %.1f)"
+	# like for like: perf -g walks frame pointers in the kernel, as proftool -g fp does;
+	# proftool's default (-g dwarf) copies and unwinds 32 KiB of stack per sample
+	qc=$(per_sample c perf) fc=$(per_sample c fp)
+	res=$(result le "$fc" "$qc")
+	fmt "C job, -g fp, against perf -g" "proftool - perf, us" "" "$(awk -v a="$fc" -v b="$qc" 'BEGIN { printf "%+.1f", a - b }')" "<= perf ($(num "$qc" %.1f) us)" "$res"
+	note_result "$res" "C job: proftool -g fp $(num "$fc" %.1f) us per sample, perf record -g $(num "$qc" %.1f)"
 else
-	fmt "C job, default, against perf -g" "skipped: perf is missing" "" "" "<= perf" ""
+	fmt "C job, -g fp, against perf -g" "skipped: perf is missing" "" "" "<= perf" ""
 fi
 
 if [ "${#STALE[@]}" -gt 0 ]; then
@@ -265,6 +272,7 @@ if [ "$STRACE" = 1 ]; then
 		line+="$sc $(awk -v s="$sc" -v n="$n" '$1 == s { c = $2 } END { printf "%.2f", (c + 0) / n }' "$T/strace/counts"), "
 	done
 	section "  ${line%, }"
+	section "  bytes copied by process_vm_readv per sample: $(awk -v n="$n" '$1 == "bytes" { printf "%.0f", $2 / n }' "$T/strace/counts")"
 else
 	section "system calls per sample: skipped (strace is not installed)"
 fi
