@@ -4,6 +4,9 @@
 VERSION   := 0.1.0
 CC        ?= gcc
 O         ?= build
+# one spelling of the build directory however it is given (O=build, O=$PWD/build): the
+# dependency files name their objects by it, and a header's change must find them
+override O := $(patsubst $(CURDIR)/%,%,$(abspath $(O)))
 CFLAGS    ?= -O2 -g
 WARNINGS  := -std=c11 -Wall -Wextra -Werror -Wshadow -Wformat=2 -Wstrict-prototypes \
              -Wmissing-prototypes -Wvla -Wno-format-nonliteral
