@@ -31,14 +31,6 @@
 #define DRAIN_PERIOD_MS 20
 #define DRAIN_PERIOD_HOOK_MS 1
 /*
- * With a wake-up per sample (a Python command), the sweeps start at most
- * this often: the first sample of a batch wakes the thread at once, and
- * the samples that arrive with it on other CPUs wait for the same sweep
- * rather than each waking the thread (thousands a second on a machine of
- * many CPUs).
- */
-#define SWEEP_MIN_NS 1000000ull
-/*
  * How often the reader (the main loop) is woken for what the sweeps
  * staged: it symbolizes in batches, and nothing it does needs records
  * sooner (live views refresh at most ten times a second). More staged than
@@ -388,19 +380,10 @@ static void *drainer_main(void *arg)
 	const uint64_t one = 1;
 	const struct sampler_hook *hk = s->opts.hook;
 	int period = DRAIN_PERIOD_MS;
-	uint64_t boost_wall = 0, boost_cpu = 0, woke = 0, swept = 0;
+	uint64_t boost_wall = 0, boost_cpu = 0, woke = 0;
 	bool eager = false, boosted = false;
 
 	for (;;) {
-		if (s->opts.hook_each_sample && swept) {
-			uint64_t since = time_mono_ns() - swept;
-
-			if (since < SWEEP_MIN_NS) {
-				struct timespec ts = { 0, (long)(SWEEP_MIN_NS - since) };
-
-				nanosleep(&ts, NULL);
-			}
-		}
 		for (unsigned i = 0; i < s->nr_cpus; i++) {
 			/* a negative fd is ignored: a hung-up event would otherwise wake us forever */
 			pfd[i].fd = s->cpus[i].hup ? -1 : s->cpus[i].fd;
@@ -424,7 +407,6 @@ static void *drainer_main(void *arg)
 				break;
 			continue;
 		}
-		swept = time_mono_ns();
 		perf_drain_all(s);
 		if (!eager && hk && hk->eager && hk->eager(hk->arg)) {
 			eager = true;
