@@ -393,6 +393,21 @@ static bool hook_eager(void *arg)
 	return py->nr_interps > 0;
 }
 
+/*
+ * Whether a late read still gives the sample's Python frames: 3.11 and
+ * 3.12 keep each loop's current frame on the C stack, which the sample
+ * copied (python.h, py_read_stack_at); 3.13 does not.
+ */
+static bool hook_late_ok(void *arg)
+{
+	const struct sym_python *py = arg;
+
+	for (size_t i = 0; i < py->nr_interps; i++)
+		if (!py->interps[i].version || py->interps[i].version >= 0x030d0000)
+			return false;
+	return true;
+}
+
 static void hook_task(void *arg, enum sampler_task_event ev, int32_t pid)
 {
 	struct sym_python *py = arg;
@@ -423,6 +438,7 @@ struct sym_python *sym_python_new(void)
 	py->hook.sample = hook_sample;
 	py->hook.task = hook_task;
 	py->hook.eager = hook_eager;
+	py->hook.late_ok = hook_late_ok;
 	py->hook.arg = py;
 	py->hook.cap = PYX_CAP;
 	py->frames = xmalloc(PY_MAX_DEPTH * sizeof(*py->frames));
