@@ -19,6 +19,8 @@ export LC_ALL=C
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/readme_table.sh
 . bench/readme_table.sh
+# shellcheck source=bench/common.sh
+. bench/common.sh
 ROOT=$PWD
 PT=$ROOT/${O:-build}/proftool
 RUNS=${BENCH_RUNS:-3}
@@ -35,25 +37,8 @@ progress() { printf 'bench: [%3ds] jitstacks: %s\n' $(($(date +%s) - T0)) "$*" >
 command -v gcc >/dev/null 2>&1 || die "gcc is needed to build the bench workloads"
 [[ $RUNS =~ ^[0-9]+$ ]] && [ "$RUNS" -ge 1 ] || die "BENCH_RUNS must be a positive whole number"
 
-T=$(mktemp -d "${TMPDIR:-/tmp}/proftool-bench-jitstacks.XXXXXX")
-cleanup() { rm -rf "$T"; }
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# the same binary for every run, whatever happens to the build directory meanwhile
-cp "$PT" "$T/proftool"
-PT=$T/proftool
-BL=$T/benchload
-gcc -std=gnu11 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -pthread \
-	-Wall -Wextra -Werror -o "$BL" bench/benchload.c -lm
-PERF=()
-if command -v perf >/dev/null 2>&1 && perf version >/dev/null 2>&1; then
-	# perf's build-id cache goes to the temp dir, so that the bench leaves nothing behind
-	PERF=(perf --buildid-dir "$T/perf-debug")
-	"${PERF[@]}" record -q -e cpu-clock -o "$T/probe.perf" -- true >/dev/null 2>&1 || PERF=()
-	rm -f "$T/probe.perf"
-fi
+bench_workdir jitstacks
+bench_tools
 JOBS=(hashing)
 "$PY" -c 'import torch' >/dev/null 2>&1 && JOBS=(conv hashing)
 VARS=(pt-off pt-on)

@@ -102,6 +102,15 @@ void sampling_name_output(struct sampling_opts *o, pid_t pid, int32_t rank)
 	o->output = o->output_named;
 }
 
+/* An option of two words: YES sets *V, NO clears it; false for anything else. */
+static bool parse_either(const char *arg, const char *yes, const char *no, bool *v)
+{
+	if (strcmp(arg, yes) && strcmp(arg, no))
+		return false;
+	*v = !strcmp(arg, yes);
+	return true;
+}
+
 int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const char *command)
 {
 	unsigned long v;
@@ -152,11 +161,7 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 			return usage_error(command, "--backend takes auto, perf or ptrace, not '%s'", arg);
 		return 0;
 	case OPT_MODE:
-		if (!strcmp(arg, "wall"))
-			o->wall = true;
-		else if (!strcmp(arg, "cpu"))
-			o->wall = false;
-		else
+		if (!parse_either(arg, "wall", "cpu", &o->wall))
 			return usage_error(command, "--mode takes cpu or wall, not '%s'", arg);
 		return 0;
 	case OPT_DURATION:
@@ -172,19 +177,11 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 		o->user_only = true;
 		return 0;
 	case OPT_PYTHON:
-		if (!strcmp(arg, "auto"))
-			o->python = true;
-		else if (!strcmp(arg, "off"))
-			o->python = false;
-		else
+		if (!parse_either(arg, "auto", "off", &o->python))
 			return usage_error(command, "--python takes auto or off, not '%s'", arg);
 		return 0;
 	case OPT_UNWIND_SCAN:
-		if (!strcmp(arg, "on"))
-			o->unwind_scan = true;
-		else if (!strcmp(arg, "off"))
-			o->unwind_scan = false;
-		else
+		if (!parse_either(arg, "on", "off", &o->unwind_scan))
 			return usage_error(command, "--unwind-scan takes on or off, not '%s'", arg);
 		return 0;
 	case OPT_REGIONS:
