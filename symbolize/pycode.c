@@ -18,6 +18,7 @@ struct py_codes {
 	size_t decode_left;             /* bytes of names and line tables this read may still fetch */
 	size_t scan_left;               /* bytes of line tables this read may still scan */
 	size_t kept;                    /* bytes of names, line tables and entries kept, <= PY_MAX_KEPT */
+	uint64_t now;                   /* when the current read began */
 	uint8_t raw[4 * PY_MAX_STR];    /* a string's characters as read */
 	char str[PY_MAX_STR + 1];       /* ... and as UTF-8 */
 };
@@ -26,12 +27,13 @@ struct py_codes *py_codes_new(void)
 {
 	struct py_codes *c = xcalloc(1, sizeof(*c));
 
-	py_codes_begin_read(c);
+	py_codes_begin_read(c, 0);
 	return c;
 }
 
-void py_codes_begin_read(struct py_codes *c)
+void py_codes_begin_read(struct py_codes *c, uint64_t now)
 {
+	c->now = now;
 	c->decode_left = PY_MAX_DECODE;
 	c->scan_left = PY_MAX_LINE_SCAN;
 }
@@ -297,6 +299,13 @@ static struct py_code *cached(struct py_codes *c, uint64_t addr)
 	return NULL;
 }
 
+struct py_code *py_code_recent(struct py_codes *c, uint64_t addr)
+{
+	struct py_code *code = cached(c, addr);
+
+	return code && c->now - code->checked_ns < PY_CODE_RECHECK_NS ? code : NULL;
+}
+
 enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64_t addr,
 			   const uint8_t *hdr, struct py_code **out)
 {
@@ -314,6 +323,7 @@ enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64
 	code = cached(c, addr);
 	if (code && code->filename_ptr == fresh.filename_ptr && code->qualname_ptr == fresh.qualname_ptr &&
 	    code->linetable_ptr == fresh.linetable_ptr && code->firstlineno == fresh.firstlineno) {
+		code->checked_ns = c->now;
 		*out = code;
 		return PY_STACK_COMPLETE;
 	}
@@ -342,6 +352,7 @@ enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64
 		code = &c->codes[c->nr++];
 	}
 	c->kept += need + fresh.linetable_len;
+	fresh.checked_ns = c->now;
 	*code = fresh;
 	*out = code;
 	return PY_STACK_COMPLETE;

@@ -49,6 +49,13 @@ struct thread_entry {
 	size_t nr_last_codes;
 };
 
+/* Where a stack's distinct code object stands once read_codes is over. */
+enum code_state {
+	CODE_UNREADABLE,                /* its header could not be read */
+	CODE_READ,                      /* its header is in code_hdr */
+	CODE_RECENT,                    /* cached and checked within PY_CODE_RECHECK_NS: not read */
+};
+
 /* A Python frame the walk found, its code object not read yet. */
 struct walked {
 	uint64_t code, instr;
@@ -76,7 +83,7 @@ struct py_proc {
 	size_t walked_alloc;
 	uint64_t *code_addr;
 	uint8_t (*code_hdr)[PY_HDR_MAX];
-	bool *code_ok;
+	uint8_t *code_state;            /* enum code_state */
 	size_t codes_alloc;
 	/* code headers read before the walk (SPEC_CODES) */
 	uint64_t spec_addr[SPEC_CODES];

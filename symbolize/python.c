@@ -49,7 +49,7 @@ void py_proc_free(struct py_proc *p)
 	free(p->walked);
 	free(p->code_addr);
 	free(p->code_hdr);
-	free(p->code_ok);
+	free(p->code_state);
 	free(p->threads);
 	idx_release(&p->thread_idx);
 	free(p);
@@ -212,11 +212,12 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 		*status = PY_STACK_UNSUPPORTED;
 		return 0;
 	}
-	*moved = false;
+	if (moved)
+		*moved = false;
 	p->us = NULL;
 	p->nr_bounds = 0;
 	py_pages_reset(&p->pages);
-	py_codes_begin_read(p->codes);
+	py_codes_begin_read(p->codes, time_mono_ns());
 	/* where the thread was last time, in one call: mostly where it is now */
 	t = thread_cached(p, tid);
 	p->nr_spec = 0;
@@ -230,20 +231,25 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 		const unsigned below[3] = { 0, 0, 0 };
 		struct py_read codes[SPEC_CODES];
 
+		/* those checked lately are not read again (PY_CODE_RECHECK_NS) */
 		for (size_t i = 0; i < t->nr_last_codes; i++) {
-			p->spec_addr[i] = t->last_codes[i];
-			codes[i] = (struct py_read){ t->last_codes[i], p->spec_hdr[i], p->t.hdr_code };
+			if (py_code_recent(p->codes, t->last_codes[i]))
+				continue;
+			p->spec_addr[p->nr_spec] = t->last_codes[i];
+			codes[p->nr_spec] = (struct py_read){ t->last_codes[i], p->spec_hdr[p->nr_spec], p->t.hdr_code };
+			p->nr_spec++;
 		}
-		p->nr_spec = t->nr_last_codes;
 		py_pages_prefetch(&p->pages, &p->t, r, 3, below, codes, p->nr_spec, p->spec_ok);
 	}
 	*status = find_tstate(p, tid, ts, &tstate);
-	if (*status == PY_STACK_COMPLETE)
-		*status = current_frame(p, ts, &frame, &field);
 	if (*status == PY_STACK_COMPLETE && us && p->t.l.tstate_cframe != PY_OFF_NONE &&
 	    py_frame_at_sample(p, us, u64_at(ts, p->t.l.tstate_cframe), &sampled)) {
-		*moved = sampled != frame;
+		/* the frame the thread runs now only for MOVED: the copy's is the one read */
+		if (moved && current_frame(p, ts, &frame, &field) == PY_STACK_COMPLETE)
+			*moved = sampled != frame;
 		frame = sampled;
+	} else if (*status == PY_STACK_COMPLETE) {
+		*status = current_frame(p, ts, &frame, &field);
 	}
 	p->us = us;
 	if (*status == PY_STACK_COMPLETE && frame) {

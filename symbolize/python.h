@@ -228,7 +228,8 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
  * sample copied (NULL: none). Where the interpreter keeps its innermost
  * frame on the C stack (3.11, 3.12), the walk starts from the frame the
  * copy shows, not from the one the thread runs by the time of the read;
- * *MOVED says whether they differed.
+ * *MOVED says whether they differed. MOVED may be NULL: the thread's
+ * current frame is then not read when the copy tells (a read fewer).
  */
 size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *us, struct py_frame *out,
 			size_t max, enum py_status *status, bool *moved);
@@ -352,6 +353,7 @@ struct py_code {
 	size_t linetable_len;
 	int64_t last_off;               /* memo of the last lookup: loops sample the same offsets */
 	uint32_t last_line;
+	uint64_t checked_ns;            /* when its header last matched (time_mono_ns) */
 };
 
 /* Code objects of one process by address, and the strings they use (pycode.c). */
@@ -359,8 +361,26 @@ struct py_codes;
 struct py_codes *py_codes_new(void);
 void py_codes_free(struct py_codes *c);
 
-/* A stack read begins: its budgets of PY_MAX_DECODE and PY_MAX_LINE_SCAN bytes are whole again. */
-void py_codes_begin_read(struct py_codes *c);
+/*
+ * A code object's header is read again, to see that the object at its
+ * address is still the one cached, when it was last checked this long
+ * before a read: a code object lives as long as a frame runs it, so one
+ * freed and another allocated at its address within this time is the
+ * only case named after the old one, and for this time at most. Each
+ * remote range read costs about 0.5 us (pinning its pages), and the code
+ * objects of a stack lie apart: checking them at every sample was most
+ * of a read's system time.
+ */
+#define PY_CODE_RECHECK_NS (20u * 1000 * 1000)
+
+/*
+ * A stack read begins at NOW (time_mono_ns): its budgets of PY_MAX_DECODE
+ * and PY_MAX_LINE_SCAN bytes are whole again.
+ */
+void py_codes_begin_read(struct py_codes *c, uint64_t now);
+
+/* The cached code object at ADDR when its header matched within PY_CODE_RECHECK_NS, else NULL. */
+struct py_code *py_code_recent(struct py_codes *c, uint64_t addr);
 
 /*
  * The code object at ADDR, whose first t->hdr_code bytes the caller has

@@ -128,7 +128,7 @@ static void scratch_grow(struct py_proc *p, size_t n)
 		p->codes_alloc = n;
 		p->code_addr = xrealloc(p->code_addr, st_mult(p->codes_alloc, sizeof(*p->code_addr)));
 		p->code_hdr = xrealloc(p->code_hdr, st_mult(p->codes_alloc, sizeof(*p->code_hdr)));
-		p->code_ok = xrealloc(p->code_ok, st_mult(p->codes_alloc, sizeof(*p->code_ok)));
+		p->code_state = xrealloc(p->code_state, st_mult(p->codes_alloc, sizeof(*p->code_state)));
 	}
 }
 
@@ -267,10 +267,11 @@ static uint32_t code_index(struct py_proc *p, uint64_t code, size_t *nc)
 }
 
 /*
- * Reads the headers of the N walked frames' distinct code objects, all in
- * as few calls of the reader as ranges that fail allow (a range that
- * fails stops a call; the next goes on after it). Sets each frame's
- * code_idx; returns the number of distinct code objects.
+ * Reads the headers of the N walked frames' distinct code objects that
+ * were not checked lately (py_code_recent), all in as few calls of the
+ * reader as ranges that fail allow (a range that fails stops a call; the
+ * next goes on after it). Sets each frame's code_idx and each code
+ * object's code_state; returns the number of distinct code objects.
  */
 static size_t read_codes(struct py_proc *p, size_t n)
 {
@@ -289,12 +290,16 @@ static size_t read_codes(struct py_proc *p, size_t n)
 	for (size_t c = 0; c < nc; c++) {
 		size_t k = 0;
 
+		if (py_code_recent(p->codes, p->code_addr[c])) {
+			p->code_state[c] = CODE_RECENT;
+			continue;
+		}
 		/* read with the thread's pages already */
 		while (k < p->nr_spec && p->spec_addr[k] != p->code_addr[c])
 			k++;
 		if (k < p->nr_spec && p->spec_ok[k]) {
 			memcpy(p->code_hdr[c], p->spec_hdr[k], p->t.hdr_code);
-			p->code_ok[c] = true;
+			p->code_state[c] = CODE_READ;
 			continue;
 		}
 		idx[nr] = c;
@@ -306,10 +311,10 @@ static size_t read_codes(struct py_proc *p, size_t n)
 		if (got < 0)
 			got = 0;
 		for (size_t k = 0; k < (size_t)got; k++)
-			p->code_ok[idx[done + k]] = true;
+			p->code_state[idx[done + k]] = CODE_READ;
 		done += (size_t)got;
 		if (done < nr)
-			p->code_ok[idx[done++]] = false;
+			p->code_state[idx[done++]] = CODE_UNREADABLE;
 	}
 	free(idx);
 	free(r);
@@ -339,12 +344,14 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 		const struct walked *w = &p->walked[i];
 		struct py_code *c;
 
-		if (!p->code_ok[w->code_idx]) {
+		if (p->code_state[w->code_idx] == CODE_UNREADABLE) {
 			*status = PY_STACK_UNREADABLE;
 			return i;
 		}
-		if ((*status = py_code_get(p->codes, &p->t, w->code, p->code_hdr[w->code_idx], &c)) !=
-		    PY_STACK_COMPLETE)
+		if (p->code_state[w->code_idx] == CODE_RECENT)
+			c = py_code_recent(p->codes, w->code);
+		else if ((*status = py_code_get(p->codes, &p->t, w->code, p->code_hdr[w->code_idx], &c)) !=
+			 PY_STACK_COMPLETE)
 			return i;
 		out[i] = (struct py_frame){
 			.qualname = c->qualname,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "symbolize/python.h"
@@ -765,12 +766,17 @@ static void budgets(void)
 	free(big);
 }
 
-/* The caches notice a code object or a thread state replaced at the same address. */
+/*
+ * The caches notice a code object replaced at the same address (once
+ * PY_CODE_RECHECK_NS has passed since it was last checked), or a thread
+ * state at once.
+ */
 static void cache_validity(void)
 {
 	struct py_proc *p;
 	enum py_status st;
 	uint64_t code, ts;
+	struct timespec nap = { 0, PY_CODE_RECHECK_NS + 1000000 };
 
 	space(0x030b0000);
 	code = mk_code("first");
@@ -779,6 +785,7 @@ static void cache_validity(void)
 	CHECK_EQ_U(py_read_stack(p, 100, fr, 8, &st), 1);
 	CHECK(!strcmp(fr[0].qualname, "first"));
 	put64(code, L->code_qualname, mk_str("second"));
+	nanosleep(&nap, NULL);
 	CHECK_EQ_U(py_read_stack(p, 100, fr, 8, &st), 1);
 	CHECK(!strcmp(fr[0].qualname, "second"));
 	/* thread 100 exits, its thread state is reused by thread 101 */
@@ -788,6 +795,54 @@ static void cache_validity(void)
 	CHECK_EQ_U(py_read_stack(p, 101, fr, 8, &st), 1);
 	CHECK_EQ_U(st, PY_STACK_COMPLETE);
 	py_proc_free(p);
+}
+
+/*
+ * A cached code object is taken without reading its header for
+ * PY_CODE_RECHECK_NS after its header last matched (at whatever time each
+ * read begins), then checked again; a match starts the time again.
+ */
+static void code_recheck(void)
+{
+	const uint64_t t0 = 1000000000000ull;
+	struct py_target t = { .read = fake_read };
+	uint8_t hdr[PY_HDR_MAX];
+	struct py_codes *c;
+	struct py_code *got = NULL;
+	uint32_t version = 0x030b02f0;
+	char err[128] = "";
+	uint64_t code;
+
+	space(0x030b0000);
+	CHECK_EQ_U(py_layout_init(&t, runtime, &version, err, sizeof(err)), 0);
+	t.code_type = code_t;
+	t.unicode_type = unicode_t;
+	t.bytes_type = bytes_t;
+	code = mk_code("first");
+	memcpy(hdr, heap + (code - HEAP), t.hdr_code);
+	c = py_codes_new();
+	py_codes_begin_read(c, t0);
+	CHECK(!py_code_recent(c, code));
+	CHECK_EQ_U(py_code_get(c, &t, code, hdr, &got), PY_STACK_COMPLETE);
+	py_codes_begin_read(c, t0 + PY_CODE_RECHECK_NS - 1);
+	got = py_code_recent(c, code);
+	CHECK(got && !strcmp(got->qualname, "first"));
+	py_codes_begin_read(c, t0 + PY_CODE_RECHECK_NS);
+	CHECK(!py_code_recent(c, code));
+	/* checked again: recent for as long again */
+	CHECK_EQ_U(py_code_get(c, &t, code, hdr, &got), PY_STACK_COMPLETE);
+	py_codes_begin_read(c, t0 + 2 * PY_CODE_RECHECK_NS - 1);
+	CHECK(py_code_recent(c, code));
+	/* another code object in its place: decoded anew, recent from then on */
+	put64(code, L->code_qualname, mk_str("second"));
+	memcpy(hdr, heap + (code - HEAP), t.hdr_code);
+	py_codes_begin_read(c, t0 + 2 * PY_CODE_RECHECK_NS);
+	CHECK(!py_code_recent(c, code));
+	CHECK_EQ_U(py_code_get(c, &t, code, hdr, &got), PY_STACK_COMPLETE);
+	CHECK(got && !strcmp(got->qualname, "second"));
+	got = py_code_recent(c, code);
+	CHECK(got && !strcmp(got->qualname, "second"));
+	py_codes_free(c);
 }
 
 /* Probing real files: Debian's python3.11 (.dynsym only), not-Python ELF, not ELF. */
@@ -993,6 +1048,7 @@ int main(void)
 	RUN(hostile_memory);
 	RUN(budgets);
 	RUN(cache_validity);
+	RUN(code_recheck);
 	RUN(probe_files);
 	RUN(real_313_debug_offsets);
 	free(heap);
