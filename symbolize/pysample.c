@@ -84,6 +84,7 @@ struct sym_python {
 
 	struct py_frame *frames; /* scratch: one stack */
 	uint64_t reads, read_ns; /* stacks read, and the time it took (for the bench) */
+	bool timed;             /* PROFTOOL_DEBUG_PYTHON: time each read (two system calls a sample) */
 	uint64_t moved;         /* stacks whose sample's copy showed another innermost frame than the thread's */
 };
 
@@ -355,16 +356,18 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 	 * backend reads without stopping it): a torn or unreadable read is
 	 * tried again at once, which almost always gets a whole stack.
 	 */
-	t0 = pp->reader ? thread_cpu_ns() : 0;
+	t0 = pp->reader && py->timed ? thread_cpu_ns() : 0;
 	for (int tries = 0; pp->reader && tries < 3; tries++) {
-		n = py_read_stack_at(pp->reader, tid, sus ? &us : NULL, py->frames, max, &st, &moved);
+		n = py_read_stack_at(pp->reader, tid, sus ? &us : NULL, py->frames, max, &st,
+				     py->timed ? &moved : NULL);
 		if (st != PY_STACK_TORN && st != PY_STACK_UNREADABLE)
 			break;
 	}
 	if (pp->reader) {
 		py->reads++;
 		py->moved += moved;
-		py->read_ns += thread_cpu_ns() - t0;
+		if (py->timed)
+			py->read_ns += thread_cpu_ns() - t0;
 	}
 	hdr.interp = pp->interp;
 	hdr.status = !pp->reader && pp->open_errno == EPERM ? PYX_NOT_PERMITTED :
@@ -391,21 +394,6 @@ static bool hook_eager(void *arg)
 	const struct sym_python *py = arg;
 
 	return py->nr_interps > 0;
-}
-
-/*
- * Whether a late read still gives the sample's Python frames: 3.11 and
- * 3.12 keep each loop's current frame on the C stack, which the sample
- * copied (python.h, py_read_stack_at); 3.13 does not.
- */
-static bool hook_late_ok(void *arg)
-{
-	const struct sym_python *py = arg;
-
-	for (size_t i = 0; i < py->nr_interps; i++)
-		if (!py->interps[i].version || py->interps[i].version >= 0x030d0000)
-			return false;
-	return true;
 }
 
 static void hook_task(void *arg, enum sampler_task_event ev, int32_t pid)
@@ -438,9 +426,9 @@ struct sym_python *sym_python_new(void)
 	py->hook.sample = hook_sample;
 	py->hook.task = hook_task;
 	py->hook.eager = hook_eager;
-	py->hook.late_ok = hook_late_ok;
 	py->hook.arg = py;
 	py->hook.cap = PYX_CAP;
+	py->timed = getenv("PROFTOOL_DEBUG_PYTHON") != NULL;
 	py->frames = xmalloc(PY_MAX_DEPTH * sizeof(*py->frames));
 	return py;
 }
