@@ -262,6 +262,20 @@ const char *proc_stat_fields(int pid, int tid, char *buf, size_t n)
 	return p && p[1] == ' ' && p[2] ? p + 2 : NULL;
 }
 
+uint64_t proc_start_stack(int pid)
+{
+	char buf[1024];
+	const char *f = proc_stat_fields(pid, 0, buf, sizeof(buf));
+	unsigned long long v = 0;
+
+	/* startstack is field 28, the 26th after the name */
+	for (int i = 0; f && i < 25; i++) {
+		f = strchr(f, ' ');
+		f = f ? f + 1 : NULL;
+	}
+	return f && sscanf(f, "%llu", &v) == 1 ? v : 0;
+}
+
 bool proc_maps_parse(char *line, struct proc_map *m)
 {
 	unsigned long long start, end, pgoff, ino;

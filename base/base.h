@@ -150,6 +150,8 @@ void errbuf_set(char *err, size_t errlen, const char *fmt, ...);
  * the state letter, then ppid, pgrp... NULL when the task is gone.
  */
 const char *proc_stat_fields(int pid, int tid, char *buf, size_t n);
+/* Where PID's main thread's stack began (startstack in /proc/PID/stat); 0 when not known. */
+uint64_t proc_start_stack(int pid);
 
 /* One line of /proc/PID/maps. */
 struct proc_map {

@@ -165,7 +165,7 @@ void perf_sampler_close(struct perf_sampler *s)
 {
 	if (!s)
 		return;
-	perf_drainer_stop(s);
+	perf_drainers_free(s);
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	if (s->stop_fd >= 0)
@@ -184,8 +184,8 @@ void perf_sampler_close(struct perf_sampler *s)
 		free(s->chunks[k].buf);
 	free(s->chunks);
 	free(s->pend);
-	free(s->rss_pid);
-	idx_release(&s->rss_pids);
+	free(s->procs);
+	idx_release(&s->proc_idx);
 	free(s->chain);
 	free(s);
 }

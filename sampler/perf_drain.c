@@ -1,60 +1,27 @@
 // SPDX-License-Identifier: MIT
-/* The perf_event backend: the drain thread, which copies records out of the ring buffers into the stage as they fill. */
+/*
+ * The perf_event backend: copying records out of the ring buffers into the
+ * stage (the drain threads' sweeps, perf_drainer.c), the sampled stacks
+ * trimmed to what they use, each sample shown to the hook.
+ */
 #include "perf_int.h"
 
-#include <errno.h>
-#include <poll.h>
 #include <pthread.h>
-#include <sched.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <sys/mman.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "base/base.h"
 
-/*
- * Bytes of copied-out records, not delivered yet, past which the drain
- * thread leaves the ring buffers to the kernel (which then counts what it
- * drops). Stack copies are trimmed to the part that holds the stack, so
- * this is thousands of samples.
- */
-#define DRAIN_LIMIT (256u << 20)
-/*
- * The drain thread sweeps at least this often, however few records come;
- * more often once a hook reads the sampled processes as their records are
- * drained: the sooner, the closer to what the sample saw.
- */
-#define DRAIN_PERIOD_MS 20
-#define DRAIN_PERIOD_HOOK_MS 1
-/*
- * A wake-up per sample (a Python command) reads each sample at once, at
- * the price of a context switch each. Past this many a second (several
- * CPUs sampling: each CPU's event wakes the thread for its own samples)
- * the thread sweeps every DRAIN_PERIOD_HOOK_MS instead, all the samples
- * that arrived meanwhile at once, where the hook can read that late
- * (late_ok); below a third of it, per sample again. Judged over
- * RATE_WINDOW_NS. Two Python processes on 2 CPUs: 0.98 -> 0.50 wake-ups
- * and 16-17 -> 13 us of CPU per sample; callback.py's stacks at odds
- * 0.3 -> 0.4-0.7 % (3.11; on 3.13, which can only read as the thread is
- * at the read, 2-3 % -> 5 %: it stays per sample).
- */
-#define WAKE_RATE_MAX 1500u
-#define RATE_WINDOW_NS 200000000ull
-/*
- * How often the reader (the main loop) is woken for what the sweeps
- * staged: it symbolizes in batches, and nothing it does needs records
- * sooner (live views refresh at most ten times a second). More staged than
- * a sixteenth of DRAIN_LIMIT wakes it at once.
- */
-#define WAKE_PERIOD_NS 50000000ull
 /* Bytes a hook may attach to one sample. */
 #define HOOK_MAX (1u << 20)
 /* The stack pointer's index in perf's x86-64 user registers (asm/perf_regs.h) */
 #define PERF_REG_SP 7
+/*
+ * Bytes of a main thread's stack copy kept above where its stack began
+ * (argc and the first argument pointers): no frame lies there.
+ */
+#define STACK_TOP_KEEP 64
 
 /* The time of a record: in the sample body, or in the sample_id trailer of the others. */
 static uint64_t record_time(const struct perf_event_header *h)
@@ -94,22 +61,42 @@ static uint64_t ring_u64(const unsigned char *data, size_t data_size, uint64_t p
 }
 
 /*
+ * Whether the copy at ring position POS, from stack pointer SP, KEEP bytes,
+ * holds the start of a main thread's stack at TOP: the argument count
+ * there, then the first argument's pointer into the strings above (or
+ * none). A process that exec'd since TOP was read has it elsewhere.
+ */
+static bool stack_top_in(const unsigned char *data, size_t data_size, uint64_t pos, uint64_t sp, uint64_t keep,
+			 uint64_t top)
+{
+	uint64_t argc, argv0;
+
+	if (!top || top < sp || top - sp + 16 > keep)
+		return false;
+	argc = ring_u64(data, data_size, pos + (top - sp));
+	argv0 = ring_u64(data, data_size, pos + (top - sp) + 8);
+	return argc < (1u << 20) && (argc ? argv0 > top && argv0 - top < (8u << 20) : !argv0);
+}
+
+/*
  * A sample's user stack copy is always the requested size; only its first
- * dyn_size bytes hold the stack. For the sample record of LEN bytes at ring
- * position POS, finds the unused rest of the copy, [*CUT, *RESUME) from the
- * record's start, so that the drain leaves it in the ring: copying it out
- * would be most of a sample's cost (32 KiB by default, a few KiB used).
- * *SIZE_AT is where the copy's size word is, to be set to what was kept.
- * False when there is nothing to leave out (or the record is not as the
- * attributes say).
+ * dyn_size bytes hold the stack, and of a main thread's only those below
+ * where its stack began (TOP, 0 when not known; the rest is its arguments,
+ * environment and random padding, 9 KiB of a Python script's 10). For the
+ * sample record of LEN bytes at ring position POS, finds the unused rest
+ * of the copy, [*CUT, *RESUME) from the record's start, so that the drain
+ * leaves it in the ring: copying it out would be most of a sample's cost
+ * (32 KiB by default, a few KiB used). *SIZE_AT is where the copy's size
+ * word is, to be set to what was kept. False when there is nothing to
+ * leave out (or the record is not as the attributes say).
  */
 static bool stack_unused(const struct perf_sampler *s, const unsigned char *data, size_t data_size, uint64_t pos,
-			 size_t len, size_t *cut, size_t *resume, size_t *size_at)
+			 size_t len, uint64_t top, size_t *cut, size_t *resume, size_t *size_at)
 {
-	const uint64_t type = s->attr.sample_type;
+	const uint64_t type = s->attr.sample_type, mask = s->attr.sample_regs_user;
 	/* ip, tid, time, cpu, and the period unless it is fixed (perf_setup_attr) */
 	size_t off = sizeof(struct perf_event_header) + (type & PERF_SAMPLE_PERIOD ? 5 : 4) * 8;
-	uint64_t v, size, dyn, keep;
+	uint64_t v, size, dyn, keep, sp = 0;
 
 	if (!(type & PERF_SAMPLE_STACK_USER))
 		return false;
@@ -125,7 +112,10 @@ static bool stack_unused(const struct perf_sampler *s, const unsigned char *data
 		if (off + 8 > len)
 			return false;
 		v = ring_u64(data, data_size, pos + off);
-		off += 8 + (v ? 8ull * __builtin_popcountll(s->attr.sample_regs_user) : 0);
+		if (v && (mask >> PERF_REG_SP & 1) && off + 16 + 8ull * __builtin_popcountll(mask) <= len)
+			sp = ring_u64(data, data_size,
+				      pos + off + 8 + 8ull * __builtin_popcountll(mask & ((1ull << PERF_REG_SP) - 1)));
+		off += 8 + (v ? 8ull * __builtin_popcountll(mask) : 0);
 	}
 	if (off + 8 > len)
 		return false;
@@ -135,6 +125,9 @@ static bool stack_unused(const struct perf_sampler *s, const unsigned char *data
 	dyn = ring_u64(data, data_size, pos + off + 8 + size);
 	/* whole words, as the kernel writes them: rounded up, never cutting into the stack */
 	keep = dyn < size ? (dyn + 7) & ~7ull : size;
+	if (sp && stack_top_in(data, data_size, pos + off + 8, sp, keep, top) &&
+	    top - sp + STACK_TOP_KEEP < keep)
+		keep = (top - sp + STACK_TOP_KEEP + 7) & ~7ull;
 	if (keep >= size)
 		return false;
 	*size_at = off;
@@ -149,13 +142,13 @@ static bool stack_unused(const struct perf_sampler *s, const unsigned char *data
  * unused part of its stack copy; returns the bytes copied.
  */
 static size_t copy_record(const struct perf_sampler *s, unsigned char *dst, const unsigned char *data,
-			  size_t data_size, uint64_t pos, size_t len, bool sample)
+			  size_t data_size, uint64_t pos, size_t len, bool sample, uint64_t top)
 {
 	size_t cut, resume, size_at;
 	struct perf_event_header h;
 	uint64_t keep;
 
-	if (!sample || !stack_unused(s, data, data_size, pos, len, &cut, &resume, &size_at)) {
+	if (!sample || !stack_unused(s, data, data_size, pos, len, top, &cut, &resume, &size_at)) {
 		ring_copy(dst, data, data_size, pos, len);
 		return len;
 	}
@@ -269,30 +262,50 @@ static uint32_t hook_record(struct perf_sampler *s, struct stage *st, size_t off
 	}
 }
 
-/*
- * The first sample of a process read the process's resident memory into
- * PE, while it still runs: the recorder's own readings, a few times a
- * second, miss a process that lives a few ms. (An exec'd process keeps its
- * pid and is read by them.)
- */
-static void first_rss(struct perf_sampler *s, const unsigned char *rec, struct pending *pe)
+static struct drain_proc *drain_proc_find(struct perf_sampler *s, int32_t pid)
 {
-	uint32_t pid;
-	uint64_t h;
 	size_t pos = 0;
 	uint32_t id;
 
+	while ((id = idx_next(&s->proc_idx, hash_u64((uint64_t)pid), &pos)) != IDX_NONE)
+		if (s->procs[id].pid == pid)
+			return &s->procs[id];
+	return NULL;
+}
+
+/*
+ * The process of the sample at ring position POS, *FIRST when this is its
+ * first sample; where its stack began is read then, and after an exec.
+ */
+static struct drain_proc *drain_proc_of(struct perf_sampler *s, const unsigned char *data, size_t data_size,
+					uint64_t pos, bool *first)
+{
 	/* header, ip, then pid and tid */
-	memcpy(&pid, rec + sizeof(struct perf_event_header) + 8, 4);
-	h = hash_u64(pid);
-	while ((id = idx_next(&s->rss_pids, h, &pos)) != IDX_NONE)
-		if (s->rss_pid[id] == (int32_t)pid)
-			return;
-	ALLOC_GROW(s->rss_pid, s->nr_rss_pid + 1, s->alloc_rss_pid);
-	s->rss_pid[s->nr_rss_pid] = (int32_t)pid;
-	idx_insert(&s->rss_pids, h, (uint32_t)s->nr_rss_pid++);
-	if (!proc_statm_read((int32_t)pid, &pe->rss, &pe->rss_anon))
-		pe->rss = pe->rss_anon = 0;
+	int32_t pid = (int32_t)ring_u64(data, data_size, pos + sizeof(struct perf_event_header) + 8);
+	struct drain_proc *dp = drain_proc_find(s, pid);
+
+	*first = !dp;
+	if (!dp) {
+		ALLOC_GROW(s->procs, s->nr_procs + 1, s->alloc_procs);
+		idx_insert(&s->proc_idx, hash_u64((uint64_t)pid), (uint32_t)s->nr_procs);
+		dp = &s->procs[s->nr_procs++];
+		*dp = (struct drain_proc){ .pid = pid, .top_stale = true };
+	}
+	if (dp->top_stale) {
+		dp->stack_top = proc_start_stack(pid);
+		dp->top_stale = false;
+	}
+	return dp;
+}
+
+/* An exec record (PERF_RECORD_COMM) of the record at POS: its process's stack begins elsewhere now. */
+static void drain_proc_exec(struct perf_sampler *s, const unsigned char *data, size_t data_size, uint64_t pos)
+{
+	struct drain_proc *dp = drain_proc_find(s, (int32_t)ring_u64(data, data_size,
+								      pos + sizeof(struct perf_event_header)));
+
+	if (dp)
+		dp->top_stale = true;
 }
 
 /* Copies the records of one ring buffer into the stage. Called with the lock held. */
@@ -309,14 +322,21 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *s
 		size_t len;
 		uint32_t extra;
 		struct pending *pe;
+		struct drain_proc *dp;
+		bool first = false;
 
 		/* the header itself is 8-byte aligned and never wraps */
 		memcpy(&h, data + (tail & mask), sizeof(h));
 		if (h.size < sizeof(h) || tail + h.size > head)
 			break;
+		dp = NULL;
+		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 16)
+			dp = drain_proc_of(s, data, b->data_size, tail, &first);
+		else if (h.type == PERF_RECORD_COMM && (h.misc & PERF_RECORD_MISC_COMM_EXEC) && h.size >= sizeof(h) + 8)
+			drain_proc_exec(s, data, b->data_size, tail);
 		ALLOC_GROW(st->buf, st->len + h.size, st->alloc);
 		len = copy_record(s, st->buf + st->len, data, b->data_size, tail, h.size,
-				  h.type == PERF_RECORD_SAMPLE);
+				  h.type == PERF_RECORD_SAMPLE, dp ? dp->stack_top : 0);
 		extra = s->opts.hook ? hook_record(s, st, st->len, len) : 0;
 		ALLOC_GROW(st->pend, st->nr + 1, st->alloc_pend);
 		pe = &st->pend[st->nr++];
@@ -326,8 +346,14 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *s
 		pe->seq = s->seq++;
 		pe->time = record_time((struct perf_event_header *)(st->buf + st->len));
 		pe->rss = pe->rss_anon = 0;
-		if (h.type == PERF_RECORD_SAMPLE)
-			first_rss(s, st->buf + st->len, pe);
+		/*
+		 * A process's first sample reads its resident memory while it
+		 * still runs: the recorder's own readings, a few times a second,
+		 * miss a process that lives a few ms. (An exec'd process keeps
+		 * its pid and is read by them.)
+		 */
+		if (dp && first && !proc_statm_read(dp->pid, &pe->rss, &pe->rss_anon))
+			pe->rss = pe->rss_anon = 0;
 		st->len += len + extra;
 		__atomic_add_fetch(&s->buffered, len + extra, __ATOMIC_RELAXED);
 		tail += h.size;
@@ -335,177 +361,20 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *s
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
 }
 
-/* One sweep of every ring buffer into the stage. */
-void perf_drain_all(struct perf_sampler *s)
+void perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr)
 {
 	uint64_t start = time_mono_ns();
 
 	pthread_mutex_lock(&s->lock);
-	for (unsigned i = 0; i < s->nr_cpus; i++)
+	for (unsigned i = first; i < first + nr && i < s->nr_cpus; i++) {
 		drain_one(s, &s->cpus[i], &s->stage);
-	s->stage.prev_sweep = s->stage.sweep;
-	s->stage.sweep = start;
+		s->cpus[i].prev_sweep = s->cpus[i].sweep;
+		s->cpus[i].sweep = start;
+	}
 	pthread_mutex_unlock(&s->lock);
 }
 
-/*
- * Once the hook has something to read, the drain thread sweeps every
- * millisecond and asks for real-time priority where it may (root, or an
- * RLIMIT_RTPRIO): on a machine whose CPUs the target keeps busy, an
- * ordinary thread runs a millisecond or more after it is due, and the hook
- * reads a process that has moved on. Measured on a PyTorch job filling
- * both CPUs: the process read 3.2 ms after the sample with 4 ms sweeps,
- * 1.5 ms with a wake-up per sample, 0.2-0.3 ms real-time; Python stacks
- * at odds with their native ones 28 %, 9 %, 3-4 %. Should the hook ever
- * take more than a quarter of a CPU, the thread goes back to ordinary
- * scheduling, so it can never starve the target.
- */
-#define BOOST_WINDOW_NS 200000000ull
-#define BOOST_MAX_SHARE 4       /* of the window: a quarter */
-
-static bool boost(bool on)
+void perf_drain_all(struct perf_sampler *s)
 {
-	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
-
-	return pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp) == 0 && on;
-}
-
-/* Whether the thread used more than its share of the CPU in the last window. */
-static bool boost_spent(uint64_t *wall, uint64_t *cpu)
-{
-	struct timespec ts;
-	uint64_t now = time_mono_ns(), used;
-
-	if (now - *wall < BOOST_WINDOW_NS)
-		return false;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	used = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-	if (*wall && (used - *cpu) * BOOST_MAX_SHARE > now - *wall)
-		return true;
-	*wall = now;
-	*cpu = used;
-	return false;
-}
-
-/*
- * Whether to sweep on a timer rather than at each sample's wake-up, from
- * the wake-ups (or, on the timer, the records) of the window so far.
- */
-static bool wake_rate(const struct perf_sampler *s, bool timed, uint64_t *start, uint64_t *wakes, uint64_t *seq)
-{
-	const struct sampler_hook *hk = s->opts.hook;
-	uint64_t now = time_mono_ns(), n;
-
-	(*wakes)++;
-	if (!*start) {
-		*start = now;
-		*seq = s->seq;
-		*wakes = 0;
-		return timed;
-	}
-	if (now - *start < RATE_WINDOW_NS)
-		return timed;
-	/* the drain thread's own count of records: read by it alone while it runs */
-	n = timed ? s->seq - *seq : *wakes;
-	if (!timed && n * 1000000000ull > (uint64_t)WAKE_RATE_MAX * (now - *start) && hk->late_ok &&
-	    hk->late_ok(hk->arg))
-		timed = true;
-	else if (timed && n * 1000000000ull * 3 < (uint64_t)WAKE_RATE_MAX * (now - *start))
-		timed = false;
-	*start = now;
-	*seq = s->seq;
-	*wakes = 0;
-	return timed;
-}
-
-static void *drainer_main(void *arg)
-{
-	struct perf_sampler *s = arg;
-	struct pollfd *pfd = xcalloc(s->nr_cpus + 1, sizeof(*pfd));
-	const uint64_t one = 1;
-	const struct sampler_hook *hk = s->opts.hook;
-	int period = DRAIN_PERIOD_MS;
-	uint64_t boost_wall = 0, boost_cpu = 0, woke = 0, rate_start = 0, rate_wakes = 0, rate_seq = 0;
-	bool eager = false, boosted = false, timed = false;
-
-	for (;;) {
-		for (unsigned i = 0; i < s->nr_cpus; i++) {
-			/* a negative fd is ignored: a hung-up event would otherwise wake us forever */
-			pfd[i].fd = s->cpus[i].hup ? -1 : s->cpus[i].fd;
-			pfd[i].events = POLLIN;
-		}
-		pfd[s->nr_cpus].fd = s->stop_fd;
-		pfd[s->nr_cpus].events = POLLIN;
-		/* on a timer: the events' wake-ups find nobody waiting, which costs the kernel nothing much */
-		if ((timed ? poll(&pfd[s->nr_cpus], 1, DRAIN_PERIOD_HOOK_MS) :
-			     poll(pfd, s->nr_cpus + 1, period)) < 0 && errno != EINTR)
-			break;
-		if (pfd[s->nr_cpus].revents)
-			break;
-		if (s->opts.hook_each_sample)
-			timed = wake_rate(s, timed, &rate_start, &rate_wakes, &rate_seq);
-		for (unsigned i = 0; i < s->nr_cpus; i++)
-			if (pfd[i].revents & (POLLHUP | POLLERR))
-				s->cpus[i].hup = true;
-		/*
-		 * Past the bound the kernel drops samples, and counts them; the
-		 * buffers stay readable, so wait for the reader without polling them.
-		 */
-		if (__atomic_load_n(&s->buffered, __ATOMIC_RELAXED) >= DRAIN_LIMIT) {
-			if (poll(&pfd[s->nr_cpus], 1, DRAIN_PERIOD_MS) > 0)
-				break;
-			continue;
-		}
-		perf_drain_all(s);
-		if (!eager && hk && hk->eager && hk->eager(hk->arg)) {
-			eager = true;
-			/* the events wake us for each sample already: no timer needed */
-			if (!s->opts.hook_each_sample)
-				period = DRAIN_PERIOD_HOOK_MS;
-			boosted = boost(true);
-		}
-		if (boosted && boost_spent(&boost_wall, &boost_cpu))
-			boosted = boost(false);
-		if (time_mono_ns() - woke >= WAKE_PERIOD_NS ||
-		    __atomic_load_n(&s->buffered, __ATOMIC_RELAXED) >= DRAIN_LIMIT / 16) {
-			woke = time_mono_ns();
-			if (write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-				break;
-		}
-	}
-	free(pfd);
-	return NULL;
-}
-
-/* Starts the drain thread with every signal blocked: they are the reader's. */
-int perf_drainer_start(struct perf_sampler *s)
-{
-	sigset_t all, old;
-	int ret;
-
-	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (s->wake_fd < 0 || s->stop_fd < 0)
-		return -errno;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	ret = pthread_create(&s->drainer, NULL, drainer_main, s);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (ret)
-		return -ret;
-	s->drainer_running = true;
-	return 0;
-}
-
-void perf_drainer_stop(struct perf_sampler *s)
-{
-	const uint64_t one = 1;
-
-	if (!s->drainer_running)
-		return;
-	if (write(s->stop_fd, &one, sizeof(one)) < 0) {
-		/* an eventfd takes a write unless its counter is full, which one write never makes it */
-	}
-	pthread_join(s->drainer, NULL);
-	s->drainer_running = false;
+	perf_drain_range(s, 0, s->nr_cpus);
 }

@@ -20,6 +20,18 @@ struct cpu_buf {
 	void *base;             /* header page + data area */
 	size_t data_size;       /* bytes, a power of two */
 	bool hup;               /* the events' tasks are all gone */
+	/* under the lock: start of the last sweep of this buffer that completed, and of the one before */
+	uint64_t sweep, prev_sweep;
+};
+
+/* A drain thread: the ring buffers [first, first + nr) it sweeps, and its wait. */
+struct drainer {
+	struct perf_sampler *s;
+	unsigned first, nr;
+	int pin;                        /* the CPU it runs on, -1 any */
+	int epoll_fd;                   /* its buffers and stop_fd */
+	pthread_t thread;
+	bool running;
 };
 
 struct pending {
@@ -49,8 +61,19 @@ struct stage {
 	size_t len, alloc;
 	struct pending *pend;   /* .chunk is set when taken */
 	size_t nr, alloc_pend;
-	uint64_t sweep;         /* start of the last sweep of every buffer that completed */
-	uint64_t prev_sweep;    /* start of the one before it */
+};
+
+/* A process the drain thread has seen samples of. */
+struct drain_proc {
+	int32_t pid;
+	bool top_stale;                 /* it exec'd: stack_top is the old image's */
+	/*
+	 * Where its main thread's stack began (/proc/PID/stat's startstack; 0
+	 * unknown): no frame lies above it, only the arguments, environment
+	 * and up to 8 KiB of random padding, which the drain leaves out of
+	 * the stack copies
+	 */
+	uint64_t stack_top;
 };
 
 struct perf_sampler {
@@ -68,16 +91,17 @@ struct perf_sampler {
 	 * never lets them overflow. The reader takes the stage, sorts, and
 	 * delivers what is old enough.
 	 */
-	pthread_t drainer;
-	bool drainer_running;
+	struct drainer *drainers;       /* each waits in epoll(7): poll(2) would hook into every buffer at each wake-up */
+	unsigned nr_drainers;
 	pthread_mutex_t lock;
 	int wake_fd;                    /* eventfd: the stage has records */
-	int stop_fd;                    /* eventfd: the drain thread must end */
+	int stop_fd;                    /* eventfd: the drain threads must end */
 	struct stage stage;             /* under lock */
 	uint64_t seq;                   /* drain thread (or the reader once it ended) */
-	struct idx rss_pids;            /* drain thread: processes whose first sample read their RSS */
-	int32_t *rss_pid;
-	size_t nr_rss_pid, alloc_rss_pid;
+	/* the drain thread's: the processes sampled so far (their first sample read their RSS) */
+	struct drain_proc *procs;
+	size_t nr_procs, alloc_procs;
+	struct idx proc_idx;            /* hash of pid -> procs[] */
 	uint64_t buffered;              /* atomic: bytes copied out, not delivered yet */
 
 	/* the reader's: records taken from the stage, waiting for their turn */
@@ -106,13 +130,19 @@ int perf_open_and_map(struct perf_sampler *s, const int *cpus, char *err, size_t
 /* Closes every event (the ring buffers stay mapped). */
 void perf_close_events(struct perf_sampler *s);
 
-/* perf_drain.c: the drain thread */
-/* One sweep of every ring buffer into the stage, under the lock: the drain thread's, or the reader's once it has stopped. */
+/* perf_drain.c: records out of the ring buffers */
+/* One sweep of ring buffers [FIRST, FIRST + NR) into the stage, under the lock: a drain thread's. */
+void perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr);
+/* One sweep of every ring buffer: the reader's once the drain threads have stopped. */
 void perf_drain_all(struct perf_sampler *s);
-/* Starts the drain thread (and the eventfds it signals on); 0 or a negative errno. */
+
+/* perf_drainer.c: the drain threads */
+/* Starts the drain threads (and the eventfds they signal on); 0 or a negative errno. */
 int perf_drainer_start(struct perf_sampler *s);
-/* Stops the drain thread and waits for it; does nothing when it is not running. */
+/* Stops the drain threads and waits for them; does nothing when none runs. */
 void perf_drainer_stop(struct perf_sampler *s);
+/* Stops them and frees what they used. */
+void perf_drainers_free(struct perf_sampler *s);
 
 /* perf_order.c: records in time order, to the consumer */
 /*

@@ -11,7 +11,7 @@
 /*
  * Moves what the stage holds into a chunk of the reader's own, and returns
  * the time up to which every record is in hand: the start of the sweep
- * before the last completed one. A record is written just after its time,
+ * before the last completed one, of the buffer swept least lately. A record is written just after its time,
  * possibly after the last sweep read its buffer, so one whole sweep of
  * margin keeps a fork record ahead of its child's first samples however
  * often the reader takes.
@@ -39,7 +39,11 @@ uint64_t perf_take_stage(struct perf_sampler *s)
 		s->stage.len = s->stage.alloc = 0;
 		s->stage.nr = 0;
 	}
-	limit = s->stage.prev_sweep;
+	/* swept by threads of their own (perf_drainer.c): the buffer swept least lately */
+	limit = UINT64_MAX;
+	for (unsigned i = 0; i < s->nr_cpus; i++)
+		if (s->cpus[i].prev_sweep < limit)
+			limit = s->cpus[i].prev_sweep;
 	pthread_mutex_unlock(&s->lock);
 	return limit;
 }

@@ -52,10 +52,7 @@ static inline bool sampler_event_counts(enum sampler_event ev)
  * them, which across CPUs is not always before a sample that follows them.
  * EAGER, when set, says whether the hook has anything to read yet (the
  * perf backend then drains every millisecond, and at real-time priority
- * where allowed, instead of every 20 ms). LATE_OK, when set, says whether
- * what SAMPLE reads a few ms late is still what the sample saw (the perf
- * backend then sweeps on a timer rather than at each sample once samples
- * come faster than it can be woken for cheaply). All of them run on the
+ * where allowed, instead of every 20 ms). All of them run on the
  * sampler's own thread (or the caller's during a flush), never two at once.
  */
 enum sampler_task_event {
@@ -81,8 +78,6 @@ struct sampler_hook {
 			 size_t cap);
 	void (*task)(void *arg, enum sampler_task_event ev, int32_t pid);
 	bool (*eager)(void *arg);
-	/* whether what it reads a few milliseconds late is still the sample's (NULL: no) */
-	bool (*late_ok)(void *arg);
 	void *arg;
 	size_t cap;
 };

@@ -278,6 +278,26 @@ check_native_leaf() {
 	at_least "$leaf" 90
 }
 
+# pyloop and hashing take turns in one frame slot every 0.1 ms: a sample in SHA-256 code
+# (hashing's) whose innermost Python frame is another was read after the thread moved on
+check_turns() {
+	local s bad
+
+	record_py t.data -- turns.py 2
+	folded t.data
+	s=$(fold_awk 'tolower(line) ~ /sha2|libcrypto/ { hit += n } END { printf "%.1f\n", pct(hit, total) }')
+	bad=$(fold_awk 'tolower(line) ~ /sha2|libcrypto/ {
+		for (j = k; j >= 1 && !ispy(fr[j]); j--)
+			;
+		with += n
+		if (j < 1 || !isfn(fr[j], "hashing")) hit += n
+	} END { printf "%.2f\n", pct(hit, with) }')
+	echo "$PY: $s% of the samples in SHA-256 code; of those, not under hashing $bad%" >&3
+	at_least "$s" 20
+	awk -v b="$bad" 'BEGIN { exit !(b <= 2) }' ||
+		{ echo "$bad% of the SHA-256 samples are not under hashing: read after the thread moved on" >&2; return 1; }
+}
+
 # four threads in four functions: --per-thread shows each thread with its own function
 check_threads() {
 	local fn tid other v
@@ -545,6 +565,21 @@ check_python_off() {
 @test "python: hashlib over a large buffer: native leaves under the Python caller (pyenv 3.13)" {
 	use_python 3.13
 	check_native_leaf
+}
+
+@test "python: two functions taking turns in one frame every 0.1 ms: samples in SHA-256 code read as under hashing (Debian's python3)" {
+	use_python debian
+	check_turns
+}
+
+@test "python: two functions taking turns in one frame every 0.1 ms: samples in SHA-256 code read as under hashing (pyenv 3.12)" {
+	use_python 3.12
+	check_turns
+}
+
+@test "python: two functions taking turns in one frame every 0.1 ms: samples in SHA-256 code read as under hashing (pyenv 3.13)" {
+	use_python 3.13
+	check_turns
 }
 
 @test "python: four threads, four functions: --per-thread shows each thread with its own (Debian's python3)" {

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The perf_event backend's drain threads, which sweep the ring buffers into
+ * the stage (perf_drain.c) as they fill, and wake the reader for it.
+ */
+#include "perf_int.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "base/base.h"
+
+/*
+ * Bytes of copied-out records, not delivered yet, past which the drain
+ * thread leaves the ring buffers to the kernel (which then counts what it
+ * drops). Stack copies are trimmed to the part that holds the stack, so
+ * this is thousands of samples.
+ */
+#define DRAIN_LIMIT (256u << 20)
+/*
+ * The drain thread sweeps at least this often, however few records come;
+ * more often once a hook reads the sampled processes as their records are
+ * drained: the sooner, the closer to what the sample saw.
+ */
+#define DRAIN_PERIOD_MS 20
+#define DRAIN_PERIOD_HOOK_MS 1
+/*
+ * How often the reader (the main loop) is woken for what the sweeps
+ * staged: it symbolizes in batches, and nothing it does needs records
+ * sooner (live views refresh at most ten times a second). More staged than
+ * a sixteenth of DRAIN_LIMIT wakes it at once.
+ */
+#define WAKE_PERIOD_NS 50000000ull
+/*
+ * Once the hook has something to read, the drain thread sweeps every
+ * millisecond and asks for real-time priority where it may (root, or an
+ * RLIMIT_RTPRIO): on a machine whose CPUs the target keeps busy, an
+ * ordinary thread runs a millisecond or more after it is due, and the hook
+ * reads a process that has moved on. Measured on a PyTorch job filling
+ * both CPUs: the process read 3.2 ms after the sample with 4 ms sweeps,
+ * 1.5 ms with a wake-up per sample, 0.2-0.3 ms real-time; Python stacks
+ * at odds with their native ones 28 %, 9 %, 3-4 %. Should the hook ever
+ * take more than a quarter of a CPU, the thread goes back to ordinary
+ * scheduling, so it can never starve the target.
+ */
+#define BOOST_WINDOW_NS 200000000ull
+#define BOOST_MAX_SHARE 4       /* of the window: a quarter */
+
+static bool boost(bool on)
+{
+	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
+
+	return pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp) == 0 && on;
+}
+
+/* Whether the thread used more than its share of the CPU in the last window. */
+static bool boost_spent(uint64_t *wall, uint64_t *cpu)
+{
+	struct timespec ts;
+	uint64_t now = time_mono_ns(), used;
+
+	if (now - *wall < BOOST_WINDOW_NS)
+		return false;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	used = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	if (*wall && (used - *cpu) * BOOST_MAX_SHARE > now - *wall)
+		return true;
+	*wall = now;
+	*cpu = used;
+	return false;
+}
+
+/*
+ * Waits up to MS for one of D's ring buffers; false when the thread must
+ * end. A buffer whose tasks are all gone leaves the set: it would
+ * otherwise wake the thread forever.
+ */
+static bool drain_wait(struct drainer *d, struct epoll_event *ev, int ms)
+{
+	struct perf_sampler *s = d->s;
+	int n = epoll_wait(d->epoll_fd, ev, (int)d->nr + 1, ms);
+
+	if (n < 0)
+		return errno == EINTR;
+	for (int k = 0; k < n; k++) {
+		uint32_t i = ev[k].data.u32;
+
+		if (i == UINT32_MAX)
+			return false;
+		if (ev[k].events & (EPOLLHUP | EPOLLERR)) {
+			s->cpus[i].hup = true;
+			epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, s->cpus[i].fd, NULL);
+		}
+	}
+	return true;
+}
+
+/* Whether the hook has anything to read yet (asked under the lock: the hook runs on one thread at a time). */
+static bool hook_eager(struct perf_sampler *s)
+{
+	const struct sampler_hook *hk = s->opts.hook;
+	bool eager;
+
+	if (!hk || !hk->eager)
+		return false;
+	pthread_mutex_lock(&s->lock);
+	eager = hk->eager(hk->arg);
+	pthread_mutex_unlock(&s->lock);
+	return eager;
+}
+
+static void *drainer_main(void *arg)
+{
+	struct drainer *d = arg;
+	struct perf_sampler *s = d->s;
+	struct epoll_event *ev = xcalloc(d->nr + 1, sizeof(*ev));
+	struct pollfd stop = { s->stop_fd, POLLIN, 0 };
+	const uint64_t one = 1;
+	int period = DRAIN_PERIOD_MS;
+	uint64_t boost_wall = 0, boost_cpu = 0, woke = 0;
+	bool eager = false, boosted = false;
+
+	if (d->pin >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(d->pin, &set);
+		/* where the CPU is not ours to run on (a cpuset), the thread runs anywhere */
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	}
+	for (;;) {
+		if (!drain_wait(d, ev, period))
+			break;
+		/*
+		 * Past the bound the kernel drops samples, and counts them; the
+		 * buffers stay readable, so wait for the reader without polling them.
+		 */
+		if (__atomic_load_n(&s->buffered, __ATOMIC_RELAXED) >= DRAIN_LIMIT) {
+			if (poll(&stop, 1, DRAIN_PERIOD_MS) > 0)
+				break;
+			continue;
+		}
+		perf_drain_range(s, d->first, d->nr);
+		if (!eager && hook_eager(s)) {
+			eager = true;
+			/* the events wake us for each sample already: no timer needed */
+			if (!s->opts.hook_each_sample)
+				period = DRAIN_PERIOD_HOOK_MS;
+			boosted = boost(true);
+		}
+		if (boosted && boost_spent(&boost_wall, &boost_cpu))
+			boosted = boost(false);
+		if (time_mono_ns() - woke >= WAKE_PERIOD_NS ||
+		    __atomic_load_n(&s->buffered, __ATOMIC_RELAXED) >= DRAIN_LIMIT / 16) {
+			woke = time_mono_ns();
+			if (write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+				break;
+		}
+	}
+	free(ev);
+	return NULL;
+}
+
+/* Sets up drain thread D for ring buffers [FIRST, FIRST + NR), pinned to CPU PIN (-1: anywhere). */
+static int drainer_init(struct perf_sampler *s, struct drainer *d, unsigned first, unsigned nr, int pin)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+
+	*d = (struct drainer){ .s = s, .first = first, .nr = nr, .pin = pin };
+	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (d->epoll_fd < 0 || epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, s->stop_fd, &ev) < 0)
+		return -errno;
+	for (unsigned i = first; i < first + nr; i++) {
+		ev.data.u32 = i;
+		if (!s->cpus[i].hup && s->cpus[i].fd >= 0 &&
+		    epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, s->cpus[i].fd, &ev) < 0)
+			return -errno;
+	}
+	return 0;
+}
+
+/*
+ * Starts the drain threads with every signal blocked: they are the
+ * reader's. One thread sweeps every buffer; but where each sample wakes
+ * it to read the process at once (a Python command), one thread per CPU,
+ * on that CPU: woken there, it runs while the sampled thread waits (at
+ * once where it is real-time, else as the scheduler lets a waking thread
+ * in first), so what it reads is what the sample saw. Woken on another
+ * CPU, it reads a thread still running: of alt.py's samples in SHA-256
+ * code, whose Python caller is `hashing` and never `pyloop` taking turns
+ * with it in the same frame every 0.1 ms, 4-8 % were named `pyloop`, and
+ * 33 % with two such processes sharing a thread swept on a timer.
+ */
+int perf_drainer_start(struct perf_sampler *s)
+{
+	bool per_cpu = s->opts.hook && s->opts.hook_each_sample && s->nr_cpus > 1;
+	sigset_t all, old;
+	int ret = 0;
+
+	s->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	s->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->wake_fd < 0 || s->stop_fd < 0)
+		return -errno;
+	s->nr_drainers = per_cpu ? s->nr_cpus : 1;
+	s->drainers = xcalloc(s->nr_drainers, sizeof(*s->drainers));
+	for (unsigned k = 0; k < s->nr_drainers; k++)
+		s->drainers[k].epoll_fd = -1;
+	for (unsigned k = 0; k < s->nr_drainers && !ret; k++)
+		ret = per_cpu ? drainer_init(s, &s->drainers[k], k, 1, s->cpus[k].cpu) :
+				drainer_init(s, &s->drainers[k], 0, s->nr_cpus, -1);
+	if (ret)
+		return ret;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (unsigned k = 0; k < s->nr_drainers && !ret; k++) {
+		ret = -pthread_create(&s->drainers[k].thread, NULL, drainer_main, &s->drainers[k]);
+		s->drainers[k].running = !ret;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
+void perf_drainer_stop(struct perf_sampler *s)
+{
+	const uint64_t one = 1;
+	bool any = false;
+
+	for (unsigned k = 0; k < s->nr_drainers; k++)
+		any |= s->drainers[k].running;
+	/* an eventfd takes a write unless its counter is full, which one write never makes it; all threads see it */
+	if (any && write(s->stop_fd, &one, sizeof(one)) < 0) {
+	}
+	for (unsigned k = 0; k < s->nr_drainers; k++) {
+		if (s->drainers[k].running)
+			pthread_join(s->drainers[k].thread, NULL);
+		s->drainers[k].running = false;
+	}
+}
+
+void perf_drainers_free(struct perf_sampler *s)
+{
+	perf_drainer_stop(s);
+	for (unsigned k = 0; k < s->nr_drainers; k++)
+		if (s->drainers[k].epoll_fd >= 0)
+			close(s->drainers[k].epoll_fd);
+	free(s->drainers);
+	s->drainers = NULL;
+	s->nr_drainers = 0;
+}
