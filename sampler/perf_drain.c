@@ -361,7 +361,7 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *s
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
 }
 
-void perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr)
+uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr)
 {
 	uint64_t start = time_mono_ns();
 
@@ -372,6 +372,7 @@ void perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr)
 		s->cpus[i].sweep = start;
 	}
 	pthread_mutex_unlock(&s->lock);
+	return start;
 }
 
 void perf_drain_all(struct perf_sampler *s)

@@ -62,11 +62,11 @@ static bool boost(bool on)
 	return pthread_setschedparam(pthread_self(), on ? SCHED_FIFO : SCHED_OTHER, &sp) == 0 && on;
 }
 
-/* Whether the thread used more than its share of the CPU in the last window. */
-static bool boost_spent(uint64_t *wall, uint64_t *cpu)
+/* Whether the thread used more than its share of the CPU in the last window, at NOW. */
+static bool boost_spent(uint64_t now, uint64_t *wall, uint64_t *cpu)
 {
 	struct timespec ts;
-	uint64_t now = time_mono_ns(), used;
+	uint64_t used;
 
 	if (now - *wall < BOOST_WINDOW_NS)
 		return false;
@@ -126,7 +126,7 @@ static void *drainer_main(void *arg)
 	struct pollfd stop = { s->stop_fd, POLLIN, 0 };
 	const uint64_t one = 1;
 	int period = DRAIN_PERIOD_MS;
-	uint64_t boost_wall = 0, boost_cpu = 0, woke = 0;
+	uint64_t boost_wall = 0, boost_cpu = 0, woke = 0, now;
 	bool eager = false, boosted = false;
 
 	if (d->pin >= 0) {
@@ -149,7 +149,7 @@ static void *drainer_main(void *arg)
 				break;
 			continue;
 		}
-		perf_drain_range(s, d->first, d->nr);
+		now = perf_drain_range(s, d->first, d->nr);
 		if (!eager && hook_eager(s)) {
 			eager = true;
 			/* the events wake us for each sample already: no timer needed */
@@ -157,11 +157,11 @@ static void *drainer_main(void *arg)
 				period = DRAIN_PERIOD_HOOK_MS;
 			boosted = boost(true);
 		}
-		if (boosted && boost_spent(&boost_wall, &boost_cpu))
+		if (boosted && boost_spent(now, &boost_wall, &boost_cpu))
 			boosted = boost(false);
-		if (time_mono_ns() - woke >= WAKE_PERIOD_NS ||
+		if (now - woke >= WAKE_PERIOD_NS ||
 		    __atomic_load_n(&s->buffered, __ATOMIC_RELAXED) >= DRAIN_LIMIT / 16) {
-			woke = time_mono_ns();
+			woke = now;
 			if (write(s->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 				break;
 		}

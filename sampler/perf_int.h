@@ -131,8 +131,8 @@ int perf_open_and_map(struct perf_sampler *s, const int *cpus, char *err, size_t
 void perf_close_events(struct perf_sampler *s);
 
 /* perf_drain.c: records out of the ring buffers */
-/* One sweep of ring buffers [FIRST, FIRST + NR) into the stage, under the lock: a drain thread's. */
-void perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr);
+/* One sweep of ring buffers [FIRST, FIRST + NR) into the stage, under the lock: a drain thread's; returns when it began. */
+uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr);
 /* One sweep of every ring buffer: the reader's once the drain threads have stopped. */
 void perf_drain_all(struct perf_sampler *s);
 
