@@ -154,7 +154,7 @@ int attach_process(struct sampling_opts *o, pid_t pid, const struct sampling_vie
 	so.pid = pid;
 	so.tids = tids;
 	so.nr_tids = nr;
-	o->python_likely = o->python && sampling_python_process(pid);
+	o->python_likely = o->python && (o->python_on || sampling_python_process(pid));
 	r.sampler = nr ? sampling_open(o, &so) : NULL;
 	if (!r.sampler) {
 		if (!nr)

@@ -27,8 +27,8 @@ static const char dump_usage[] =
 	"was, or stopped if it was. Each thread is stopped only while its registers\n"
 	"and stack are copied; unwinding and symbolizing come afterwards.\n"
 	"\n"
-	"  --python auto|off    show the Python functions of a CPython (3.11 to 3.13)\n"
-	"                       process in its stacks (default auto)\n"
+	"  --python auto|on|off show the Python functions of a CPython (3.11 to 3.13)\n"
+	"                       process in its stacks (default auto; on is the same)\n"
 	"  --kernel             also print each thread's kernel frames, from\n"
 	"                       /proc/PID/task/TID/stack (readable by root only)\n"
 	"  --stack-size BYTES   user stack copied per thread, a multiple of 8 from 1024\n"
@@ -69,9 +69,10 @@ static int parse_options(int argc, char **argv, struct dump_opts *o)
 	while ((c = getopt_long(argc, argv, ":h", dump_options, NULL)) != -1) {
 		switch (c) {
 		case OPT_PYTHON:
-			if (strcmp(optarg, "auto") && strcmp(optarg, "off"))
-				return usage_error("dump", "--python takes auto or off, not '%s'", optarg);
-			o->python = !strcmp(optarg, "auto");
+			/* on is auto here: one read of a stopped process */
+			if (strcmp(optarg, "auto") && strcmp(optarg, "on") && strcmp(optarg, "off"))
+				return usage_error("dump", "--python takes auto, on or off, not '%s'", optarg);
+			o->python = strcmp(optarg, "off") != 0;
 			break;
 		case OPT_KERNEL:
 			o->kernel = true;

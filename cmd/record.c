@@ -163,7 +163,7 @@ int record_command(struct sampling_opts *o, char **command, const struct samplin
 		}
 	}
 	so.pid = child.pid;
-	o->python_likely = o->python && sampling_python_command(command);
+	o->python_likely = o->python && (o->python_on || sampling_python_command(command));
 	r.sampler = sampling_open(o, &so);
 	if (!r.sampler) {
 		sampler_spawn_abort(&child);

@@ -27,7 +27,8 @@ struct sampling_opts {
 	bool user_only;
 	enum { BACKEND_AUTO, BACKEND_PERF, BACKEND_PTRACE } backend;
 	bool wall;              /* --mode wall */
-	bool python;            /* --python auto: merge CPython frames */
+	bool python;            /* --python auto or on: merge CPython frames */
+	bool python_on;         /* --python on: read every sample's at once, Python command or not */
 	bool unwind_scan;       /* --unwind-scan on: scan for the callers of code without CFI */
 	bool python_likely;     /* the target looks like Python from the start (set by the caller) */
 	enum regions_mode regions; /* --regions */

@@ -52,8 +52,11 @@ const char sampling_usage[] =
 	"                       and falls back to ptrace where perf_event_open is denied\n"
 	"  --mode cpu|wall      on-CPU samples (default), or wall-clock samples of every\n"
 	"                       thread, running or blocked (uses the ptrace backend)\n"
-	"  --python auto|off    find CPython (3.11 to 3.13) in every profiled process and\n"
-	"                       show its Python functions in the stacks (default auto)\n"
+	"  --python auto|on|off find CPython (3.11 to 3.13) in every profiled process and\n"
+	"                       show its Python functions in the stacks (default auto);\n"
+	"                       on: read each sample's Python stack at once, on its CPU,\n"
+	"                       as auto does when the command is Python: for a script or\n"
+	"                       launcher that starts Python (every sample wakes proftool)\n"
 	"  --regions auto|itt|all|off\n"
 	"                       collect the named regions the program marks (<proftool.h>,\n"
 	"                       the proftool Python module); itt or all: also Intel ITT\n"
@@ -177,8 +180,10 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 		o->user_only = true;
 		return 0;
 	case OPT_PYTHON:
-		if (!parse_either(arg, "auto", "off", &o->python))
-			return usage_error(command, "--python takes auto or off, not '%s'", arg);
+		o->python_on = !strcmp(arg, "on");
+		if (!o->python_on && !parse_either(arg, "auto", "off", &o->python))
+			return usage_error(command, "--python takes auto, on or off, not '%s'", arg);
+		o->python |= o->python_on;
 		return 0;
 	case OPT_UNWIND_SCAN:
 		if (!parse_either(arg, "on", "off", &o->unwind_scan))

@@ -81,7 +81,7 @@ _proftool_values()
 	--frames) values='mixed python all' ;;
 	--backend) values='auto perf ptrace' ;;
 	--mode) values='cpu wall' ;;
-	--python) values='auto off' ;;
+	--python) values='auto on off' ;;
 	--unwind-scan) values='on off' ;;
 	--regions) values='auto itt all off' ;;
 	--sort)

@@ -279,11 +279,20 @@ check_native_leaf() {
 }
 
 # pyloop and hashing take turns in one frame slot every 0.1 ms: a sample in SHA-256 code
-# (hashing's) whose innermost Python frame is another was read after the thread moved on
+# (hashing's) whose innermost Python frame is another was read after the thread moved on.
+# check_turns [script]: the command is a shell script that runs the interpreter, recorded
+# with --python on (auto cannot tell it will run Python)
 check_turns() {
 	local s bad
 
-	record_py t.data -- turns.py 2
+	if [ "${1:-}" = script ]; then
+		printf '#!/bin/sh\n"%s" "%s" 2\n' "$PY" "$PYDIR/turns.py" >turns.sh
+		chmod +x turns.sh
+		record_to t.data --python on -- ./turns.sh >script.out 2>record.err ||
+			{ echo "record of turns.sh exited $?: $(cat record.err)" >&2; return 1; }
+	else
+		record_py t.data -- turns.py 2
+	fi
 	folded t.data
 	s=$(fold_awk 'tolower(line) ~ /sha2|libcrypto/ { hit += n } END { printf "%.1f\n", pct(hit, total) }')
 	bad=$(fold_awk 'tolower(line) ~ /sha2|libcrypto/ {
@@ -580,6 +589,18 @@ check_python_off() {
 @test "python: two functions taking turns in one frame every 0.1 ms: samples in SHA-256 code read as under hashing (pyenv 3.13)" {
 	use_python 3.13
 	check_turns
+}
+
+@test "python: --python on, behind a shell script: turns.py's samples in SHA-256 code read as under hashing (Debian's python3)" {
+	use_python debian
+	check_turns script
+}
+
+@test "python: --python takes auto, on or off; anything else is a usage error" {
+	run "$PROFTOOL" record --python sometimes -o x.data -- true
+	[ "$status" -eq 2 ]
+	[ "$output" = "proftool: --python takes auto, on or off, not 'sometimes'; see 'proftool record --help'" ]
+	[ ! -e x.data ]
 }
 
 @test "python: four threads, four functions: --per-thread shows each thread with its own (Debian's python3)" {
