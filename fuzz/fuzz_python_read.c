@@ -256,6 +256,14 @@ static uint64_t type_addr(uint32_t off)
 	return off ? PYFZ_BASE + off : 0;
 }
 
+/* The reader's clock: a patch between the rounds comes PY_CODE_RECHECK_NS after the first. */
+static uint64_t fake_now;
+
+static uint64_t fake_clock(void)
+{
+	return fake_now;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const uint32_t versions[PYFZ_NR_VERSIONS] = PYFZ_VERSIONS;
@@ -297,6 +305,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.bytes_type = type_addr(s.h.bytes_type);
 	o.read = fake_read;
 	o.read_arg = &s;
+	o.clock = fake_clock;
+	fake_now = 1000000000000ull;
 	err[0] = '\0';
 	p = py_proc_new(&o, err, sizeof(err));
 	if (!p) {
@@ -322,8 +332,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	nr_tids = 1 + s.h.nr_tids % PYFZ_TIDS;
 	/* twice: the second round from the caches (code objects, thread states) */
 	for (int round = 0; round < 2; round++) {
-		if (round && s.h.patch_after && !s.patched)
+		if (round && s.h.patch_after && !s.patched) {
 			apply_patch(&s);
+			fake_now += PY_CODE_RECHECK_NS;
+		}
 		for (size_t i = 0; i < nr_tids; i++) {
 			s.calls = s.bytes = 0;
 			nfr[round][i] = py_read_stack(p, s.h.tid[i], fr[round][i], room, &st);

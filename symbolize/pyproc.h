@@ -68,6 +68,7 @@ struct py_proc {
 	uint32_t version;
 	uint64_t runtime;
 	struct py_codes *codes;
+	uint64_t (*clock)(void);
 	struct thread_entry *threads;
 	size_t threads_nr, threads_alloc;
 	struct idx thread_idx;          /* hash of tid -> threads[] */

@@ -29,6 +29,7 @@ struct py_proc *py_proc_new(const struct py_proc_opts *o, char *err, size_t errl
 	p->t.bytes_type = o->bytes_type;
 	p->t.read = o->read ? o->read : py_read_process;
 	p->t.read_arg = o->read ? o->read_arg : (void *)(intptr_t)o->pid;
+	p->clock = o->clock ? o->clock : time_mono_ns;
 	ret = py_layout_init(&p->t, o->runtime, &p->version, err, errlen);
 	if (ret) {
 		py_proc_free(p);
@@ -217,7 +218,7 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 	p->us = NULL;
 	p->nr_bounds = 0;
 	py_pages_reset(&p->pages);
-	py_codes_begin_read(p->codes, time_mono_ns());
+	py_codes_begin_read(p->codes, p->clock());
 	/* where the thread was last time, in one call: mostly where it is now */
 	t = thread_cached(p, tid);
 	p->nr_spec = 0;

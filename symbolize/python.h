@@ -88,6 +88,7 @@ struct py_proc_opts {
 	uint64_t code_type, unicode_type, bytes_type;
 	py_read_fn *read;               /* NULL: py_read_process on pid */
 	void *read_arg;
+	uint64_t (*clock)(void);        /* ns, for PY_CODE_RECHECK_NS; NULL: time_mono_ns (tests forge it) */
 };
 
 /*
