@@ -129,7 +129,7 @@ static void *drainer_main(void *arg)
 	uint64_t boost_wall = 0, boost_cpu = 0, woke = 0, now;
 	bool eager = false, boosted = false;
 
-	if (d->pin >= 0) {
+	if (d->pin >= 0 && d->pin < CPU_SETSIZE) {
 		cpu_set_t set;
 
 		CPU_ZERO(&set);

@@ -48,6 +48,13 @@ struct rule {
  * path simply runs uncached.
  */
 #define MAX_RULES (1u << 20)
+/*
+ * The rules looked up last, by address, in front of the table: a thread's
+ * callers return to the same few addresses sample after sample (a Python
+ * process's 15 native frames under its eval loop), and the table's probes
+ * miss the cache.
+ */
+#define RULE_HOT 256
 
 struct sym_cfi {
 	Elf *elf;               /* ELF_C_READ_MMAP: needs its fd no more once begun */
@@ -59,6 +66,8 @@ struct sym_cfi {
 	struct rule *rules;
 	size_t nr_rules, alloc_rules;
 	struct idx rule_idx;    /* addr -> rules index */
+	uint64_t hot_key[RULE_HOT];     /* addr + 1 (0: empty), direct-mapped */
+	uint32_t hot_id[RULE_HOT];
 	const uint8_t *image;   /* the file's bytes (elf_rawfile), for reading code */
 	size_t image_size;
 	uint64_t plt[4][2];     /* link-time [start, end) of .plt, .plt.sec, .plt.got */
@@ -242,15 +251,23 @@ slow:
 /* The rule at link-time address ADDR; a copy when the cache is full (*SCRATCH). */
 static const struct rule *rule_at(struct sym_cfi *c, uint64_t addr, struct rule *scratch)
 {
-	uint64_t h = hash_u64(addr);
+	size_t hot = (addr ^ addr >> 8 ^ addr >> 16) & (RULE_HOT - 1);
+	uint64_t h;
 	size_t pos = 0;
 	uint32_t id;
 	struct rule *r;
 	Dwarf_Frame *frame = NULL;
 
-	while ((id = idx_next(&c->rule_idx, h, &pos)) != IDX_NONE)
-		if (c->rules[id].addr == addr)
+	if (c->hot_key[hot] == addr + 1)
+		return &c->rules[c->hot_id[hot]];
+	h = hash_u64(addr);
+	while ((id = idx_next(&c->rule_idx, h, &pos)) != IDX_NONE) {
+		if (c->rules[id].addr == addr) {
+			c->hot_key[hot] = addr + 1;
+			c->hot_id[hot] = id;
 			return &c->rules[id];
+		}
+	}
 	if (c->nr_rules < MAX_RULES) {
 		ALLOC_GROW(c->rules, c->nr_rules + 1, c->alloc_rules);
 		r = &c->rules[c->nr_rules];
@@ -264,8 +281,11 @@ static const struct rule *rule_at(struct sym_cfi *c, uint64_t addr, struct rule 
 	if ((c->eh && dwarf_cfi_addrframe(c->eh, addr, &frame) == 0) ||
 	    (c->debug && dwarf_cfi_addrframe(c->debug, addr, &frame) == 0))
 		compile(r, frame);
-	if (r != scratch)
+	if (r != scratch) {
+		c->hot_key[hot] = addr + 1;
+		c->hot_id[hot] = (uint32_t)c->nr_rules;
 		idx_insert(&c->rule_idx, h, c->nr_rules++);
+	}
 	return r;
 }
 

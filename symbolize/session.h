@@ -94,6 +94,8 @@ struct ss_py_stat {
 	uint64_t miss[PY_MISS_NR];
 };
 
+#define SS_HOT 1024
+
 struct sym_session {
 	struct sym_opts opts;   /* opts.spill_dir points at spill_dir */
 	char *spill_dir;        /* the session's copy: takes spill long after sym_session_new */
@@ -115,6 +117,12 @@ struct sym_session {
 	struct rawnode *nodes;
 	size_t nr_nodes, alloc_nodes;
 	struct idx node_idx;
+	/*
+	 * The frames and nodes interned last, direct-mapped in front of their
+	 * tables (id + 1, 0 empty): samples repeat the same callers, and the
+	 * tables' probes miss the cache once they hold a long run's stacks
+	 */
+	uint32_t hot_frame[SS_HOT], hot_node[SS_HOT];
 
 	uint64_t *pcs;          /* scratch: one unwound stack */
 	uint32_t *stack_frames, *merged; /* scratch: its frames, innermost first, and with Python's */

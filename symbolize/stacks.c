@@ -17,35 +17,43 @@
 uint32_t ss_intern_frame(struct sym_session *ss, uint32_t module, uint64_t off)
 {
 	uint64_t h = hash_combine(hash_u64(module), off);
+	uint32_t *hot = &ss->hot_frame[h & (SS_HOT - 1)], id = *hot - 1;
 	size_t pos = 0;
-	uint32_t id;
 
+	if (*hot && ss->frames[id].module == module && ss->frames[id].off == off)
+		return id;
 	while ((id = idx_next(&ss->frame_idx, h, &pos)) != IDX_NONE)
 		if (ss->frames[id].module == module && ss->frames[id].off == off)
-			return id;
+			goto found;
 	ALLOC_GROW(ss->frames, ss->nr_frames + 1, ss->alloc_frames);
 	id = ss->nr_frames++;
 	ss->frames[id].module = module;
 	ss->frames[id].off = off;
 	ss->frames[id].map_start = ss->frames[id].map_end = 0;
 	idx_insert(&ss->frame_idx, h, id);
+found:
+	*hot = id + 1;
 	return id;
 }
 
 static uint32_t intern_node(struct sym_session *ss, uint32_t parent, uint32_t frame)
 {
 	uint64_t h = hash_combine(hash_u64(parent), frame);
+	uint32_t *hot = &ss->hot_node[h & (SS_HOT - 1)], id = *hot - 1;
 	size_t pos = 0;
-	uint32_t id;
 
+	if (*hot && ss->nodes[id].parent == parent && ss->nodes[id].frame == frame)
+		return id;
 	while ((id = idx_next(&ss->node_idx, h, &pos)) != IDX_NONE)
 		if (ss->nodes[id].parent == parent && ss->nodes[id].frame == frame)
-			return id;
+			goto found;
 	ALLOC_GROW(ss->nodes, ss->nr_nodes + 1, ss->alloc_nodes);
 	id = ss->nr_nodes++;
 	ss->nodes[id].parent = parent;
 	ss->nodes[id].frame = frame;
 	idx_insert(&ss->node_idx, h, id);
+found:
+	*hot = id + 1;
 	return id;
 }
 
