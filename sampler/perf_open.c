@@ -296,7 +296,7 @@ int perf_open_and_map(struct perf_sampler *s, const int *cpus, char *err, size_t
 
 		s->attr.wakeup_watermark = data / 4;
 		if (s->opts.hook && s->opts.hook_each_sample) {
-			/* a wake-up per sample: the hook reads the process the sooner */
+			/* a wake-up per sample, on its CPU: the sampled thread waits while the hook reads it (perf_drainer.c) */
 			s->attr.watermark = 0;
 			s->attr.wakeup_events = 1;
 		}
