@@ -124,14 +124,11 @@ per_sample() {
 	done | med
 }
 nsamples() { local i; for ((i = 1; i <= RUNS; i++)); do cat "$T/runs/$1/$2/$3/$i/samples"; done | med; }
-# target_cpu JOB VARIANT: the target's own user+sys in the long runs, seconds, median
-target_cpu() { local i; for ((i = 1; i <= RUNS; i++)); do awk '{ printf "%.6f\n", $2 + $3 }' "$T/runs/$1/$2/$LONG/$i/inner"; done | med; }
+# target_cpus JOB VARIANT: the target's own user+sys in each long run, seconds
+target_cpus() { local i; for ((i = 1; i <= RUNS; i++)); do awk '{ printf "%.6f\n", $2 + $3 }' "$T/runs/$1/$2/$LONG/$i/inner"; done; }
+target_cpu() { target_cpus "$@" | med; }
 # target_spread JOB VARIANT: (max - min) / median of the same, a fraction
-target_spread() {
-	local i
-	for ((i = 1; i <= RUNS; i++)); do awk '{ printf "%.6f\n", $2 + $3 }' "$T/runs/$1/$2/$LONG/$i/inner"; done |
-		sort -g | awk '{ a[NR] = $1 } END { m = (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2; printf "%.4f\n", (m > 0 ? (a[NR] - a[1]) / m : 0) }'
-}
+target_spread() { target_cpus "$@" | sort -g | awk -v m="$(target_cpu "$@")" '{ a[NR] = $1 } END { printf "%.4f\n", (m > 0 ? (a[NR] - a[1]) / m : 0) }'; }
 
 # ---------------------------------------------------------------- running
 CASES=("c default" "c python-off" "py default" "py python-off")
@@ -294,22 +291,25 @@ if [ "${#PERF[@]}" != 0 ]; then
 else
 	fmt "Python job, target's own CPU" "proftool vs bare" "" "$(slow "$dc")" "<= perf" "skipped: no perf"
 fi
-if [ "${#STALE[@]}" -gt 0 ]; then
-	st=$(printf '%s\n' "${STALE[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+# stale_row LABEL MEASURE MISS_TEXT PERCENT...: a staleness row, the median (the lower
+# of the two middle ones) of the recordings' percentages against 1 %; MISS_TEXT follows
+# the figure in the list of misses
+stale_row() {
+	local label=$1 measure=$2 text=$3 st res
+	shift 3
+	if [ "$#" = 0 ]; then
+		fmt "$label" "not measured" "" "" "<= 1%" ""
+		return
+	fi
+	st=$(printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 	res=$(result le "$st" 1)
-	fmt "Python stacks at odds (callback.py)" "% of samples, median" "" "$st%" "<= 1%" "$res"
-	note_result "$res" "staleness: $st% of callback.py's samples have Python stacks at odds with their native ones (target 1%)"
-else
-	fmt "Python stacks at odds (callback.py)" "not measured" "" "" "<= 1%" ""
-fi
-if [ "${#TURNS[@]}" -gt 0 ]; then
-	st=$(printf '%s\n' "${TURNS[@]}" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-	res=$(result le "$st" 1)
-	fmt "Python frames newer (turns.py)" "% of SHA-256 samples, median" "" "$st%" "<= 1%" "$res"
-	note_result "$res" "staleness: $st% of turns.py's samples in SHA-256 code are not under hashing (target 1%)"
-else
-	fmt "Python frames newer (turns.py)" "not measured" "" "" "<= 1%" ""
-fi
+	fmt "$label" "$measure" "" "$st%" "<= 1%" "$res"
+	note_result "$res" "staleness: $st% $text (target 1%)"
+}
+stale_row "Python stacks at odds (callback.py)" "% of samples, median" \
+	"of callback.py's samples have Python stacks at odds with their native ones" "${STALE[@]}"
+stale_row "Python frames newer (turns.py)" "% of SHA-256 samples, median" \
+	"of turns.py's samples in SHA-256 code are not under hashing" "${TURNS[@]}"
 
 section ""
 if [ "$STRACE" = 1 ]; then

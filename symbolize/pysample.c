@@ -84,7 +84,7 @@ struct sym_python {
 
 	struct py_frame *frames; /* scratch: one stack */
 	uint64_t reads, read_ns; /* stacks read, and the time it took (for the bench) */
-	bool timed;             /* PROFTOOL_DEBUG_PYTHON: time each read (two system calls a sample) */
+	bool debug;             /* PROFTOOL_DEBUG_PYTHON: time each read (two system calls a sample), count MOVED */
 	uint64_t moved;         /* stacks whose sample's copy showed another innermost frame than the thread's */
 };
 
@@ -356,17 +356,17 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 	 * backend reads without stopping it): a torn or unreadable read is
 	 * tried again at once, which almost always gets a whole stack.
 	 */
-	t0 = pp->reader && py->timed ? thread_cpu_ns() : 0;
+	t0 = pp->reader && py->debug ? thread_cpu_ns() : 0;
 	for (int tries = 0; pp->reader && tries < 3; tries++) {
 		n = py_read_stack_at(pp->reader, tid, sus ? &us : NULL, py->frames, max, &st,
-				     py->timed ? &moved : NULL);
+				     py->debug ? &moved : NULL);
 		if (st != PY_STACK_TORN && st != PY_STACK_UNREADABLE)
 			break;
 	}
 	if (pp->reader) {
 		py->reads++;
 		py->moved += moved;
-		if (py->timed)
+		if (py->debug)
 			py->read_ns += thread_cpu_ns() - t0;
 	}
 	hdr.interp = pp->interp;
@@ -428,7 +428,7 @@ struct sym_python *sym_python_new(void)
 	py->hook.eager = hook_eager;
 	py->hook.arg = py;
 	py->hook.cap = PYX_CAP;
-	py->timed = getenv("PROFTOOL_DEBUG_PYTHON") != NULL;
+	py->debug = getenv("PROFTOOL_DEBUG_PYTHON") != NULL;
 	py->frames = xmalloc(PY_MAX_DEPTH * sizeof(*py->frames));
 	return py;
 }
