@@ -441,14 +441,23 @@ full:
 	return NULL;
 }
 
+/*
+ * Stamped where the program's own code is nearest: an end, a mark or a pause
+ * when called, a begin or a resume once room for it is made (the thread's
+ * first record maps its segment: a sample taken meanwhile is the runtime's,
+ * outside the region).
+ */
 static inline void put(uint32_t id, uint16_t kind)
 {
-	uint64_t now = now_ns();
+	bool opens = kind == RGN_BEGIN || kind == RGN_RESUME;
+	uint64_t now = opens ? 0 : now_ns();
 	struct rt_thread *t = &rt_self;
 	struct rgn_record *r = t->pos;
 
 	if (__builtin_expect(r == t->end, 0) && !(r = room()))
 		return;
+	if (opens)
+		now = now_ns();
 	r->time_ns = now;
 	r->id = id;
 	r->kind = kind;

@@ -62,7 +62,8 @@ every_format() {
 	[ -n "$output" ]
 	run --separate-stderr "$PROFTOOL" report -i n.data --region $'caf\xe9' --format folded
 	[ "$status" -eq 0 ]
-	[ "$(cum_share 'work_caf\\xe9' <<<"$output")" = 100.0 ]
+	# (a sample can fall in the few instructions of the runtime around its clock reading)
+	at_least "$(cum_share 'work_caf\\xe9' <<<"$output")" 99
 }
 
 @test "names: an executable, a source file and an output file whose names are not UTF-8" {
