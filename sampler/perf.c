@@ -182,6 +182,7 @@ void perf_sampler_close(struct perf_sampler *s)
 	free(s->cpus);
 	for (size_t k = 0; k < s->nr_chunks; k++)
 		free(s->chunks[k].buf);
+	free(s->spare);
 	free(s->chunks);
 	free(s->pend);
 	free(s->procs);

@@ -109,6 +109,13 @@ struct perf_sampler {
 	size_t nr_chunks, alloc_chunks;
 	struct pending *pend;
 	size_t nr_pend, alloc_pend;
+	/*
+	 * A delivered chunk's buffer, the stage's next: taken at each sample
+	 * where Python is read, a stage of one record would otherwise be
+	 * allocated, grown by the record's Python part and freed every time
+	 */
+	unsigned char *spare;
+	size_t alloc_spare;
 
 	uint64_t *chain;                /* scratch for one callchain */
 	size_t alloc_chain;

@@ -16,6 +16,8 @@
  * margin keeps a fork record ahead of its child's first samples however
  * often the reader takes.
  */
+#define SPARE_MAX (1u << 20)
+
 uint64_t perf_take_stage(struct perf_sampler *s)
 {
 	uint64_t limit;
@@ -35,9 +37,11 @@ uint64_t perf_take_stage(struct perf_sampler *s)
 			s->pend[s->nr_pend] = s->stage.pend[i];
 			s->pend[s->nr_pend++].chunk = (uint32_t)k;
 		}
-		s->stage.buf = NULL;
-		s->stage.len = s->stage.alloc = 0;
-		s->stage.nr = 0;
+		s->stage.buf = s->spare;
+		s->stage.alloc = s->alloc_spare;
+		s->stage.len = s->stage.nr = 0;
+		s->spare = NULL;
+		s->alloc_spare = 0;
 	}
 	/* swept by threads of their own (perf_drainer.c): the buffer swept least lately */
 	limit = UINT64_MAX;
@@ -319,7 +323,13 @@ int perf_deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, vo
 		struct chunk *c = &s->chunks[k];
 
 		if (c->buf && !c->live) {
-			free(c->buf);
+			/* kept, unless a burst made it large */
+			if (!s->spare && c->alloc <= SPARE_MAX) {
+				s->spare = c->buf;
+				s->alloc_spare = c->alloc;
+			} else {
+				free(c->buf);
+			}
 			memset(c, 0, sizeof(*c));
 		}
 	}

@@ -126,6 +126,9 @@ uint32_t ss_get_module(struct sym_session *ss, const char *path, uint32_t maj, u
  * Inserts a mapping, trimming or splitting the ones it overlaps, as mmap(2)
  * does. Returns true when an existing mapping was cut or replaced.
  */
+/* The maps' versions, unique in the recorder (sessions of several threads among them) */
+static uint64_t aspace_gen;
+
 bool ss_aspace_insert(struct aspace *as, const struct map *nm)
 {
 	bool cut = false;
@@ -182,6 +185,7 @@ bool ss_aspace_insert(struct aspace *as, const struct map *nm)
 	as->maps = out;
 	as->nr = nr;
 	as->alloc = alloc;
+	as->gen = __atomic_add_fetch(&aspace_gen, 1, __ATOMIC_RELAXED);
 	return cut;
 }
 

@@ -407,8 +407,17 @@ static bool eval_expr(const struct eval *ev, const Dwarf_Op *ops, size_t nops, b
 	return !location || ev->read(ev->arg, *result, result);
 }
 
+/*
+ * rax, rdx, rcx, rsi, rdi and r8-r11: registers a call does not keep (the
+ * x86-64 psABI), so a caller's are not its callee's. libdw, without the
+ * ABI's initial rules (elfutils' backend has them for libdwfl's unwinder),
+ * says "same value" for every register without a rule; taken so, the
+ * innermost frame's values would ride along the whole walk.
+ */
+#define CALL_CLOBBERED (1u << 0 | 1u << 1 | 1u << 2 | 1u << 4 | 1u << 5 | 0xfu << 8)
+
 /* A register rule from libdw's row, evaluated; false when the caller's value is unknown. */
-static bool slow_register(const struct eval *ev, int reg, uint64_t *val)
+static bool slow_register(const struct eval *ev, int reg, bool signal, uint64_t *val)
 {
 	Dwarf_Op mem[3], *ops;
 	size_t nops;
@@ -416,7 +425,7 @@ static bool slow_register(const struct eval *ev, int reg, uint64_t *val)
 	if (dwarf_frame_register(ev->frame, reg, mem, &ops, &nops) != 0)
 		return false;
 	if (nops == 0) {
-		if (ops != NULL || !(ev->in->valid & 1u << reg))
+		if (ops != NULL || !(ev->in->valid & 1u << reg) || (!signal && (CALL_CLOBBERED >> reg & 1)))
 			return false;
 		*val = ev->in->r[reg];
 		return true;
@@ -458,7 +467,7 @@ enum sym_cfi_step sym_cfi_step(struct sym_cfi *c, uint64_t addr, struct sym_regs
 				ret = SYM_CFI_END;
 				break;
 			}
-			if (slow_register(&ev, reg, &out.r[reg]))
+			if (slow_register(&ev, reg, r->signal, &out.r[reg]))
 				out.valid |= 1u << reg;
 		}
 		goto out;
@@ -475,6 +484,8 @@ enum sym_cfi_step sym_cfi_step(struct sym_cfi *c, uint64_t addr, struct sym_regs
 				ret = SYM_CFI_END;
 			break;
 		case HOW_SAME:
+			if (!r->signal && (CALL_CLOBBERED >> reg & 1))
+				break;
 			out.r[reg] = regs->r[reg];
 			out.valid |= regs->valid & 1u << reg;
 			break;

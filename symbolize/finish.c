@@ -149,6 +149,10 @@ static void add_python_stats(struct sym_session *ss, struct profile *p)
 			if (st->miss[m] && !(in->unsupported && m == PY_MISS_UNSUPPORTED))
 				profile_add_python_miss(p, e, ss_py_miss_name(m), st->miss[m]);
 	}
+	if (ss->memo_check)
+		fprintf(stderr, "proftool: debug: %" PRIu64 " unwinds, %" PRIu64 " took %" PRIu64
+			" frames from the thread's last; %" PRIu64 " differed from a whole walk\n",
+			ss->memo_walks, ss->memo_took, ss->memo_frames, ss->memo_differ);
 	/* for the bench: what reading cost, and how often the two sides disagreed */
 	if (getenv("PROFTOOL_DEBUG_PYTHON")) {
 		uint64_t reads, ns, moved;

@@ -223,8 +223,20 @@ typedef void sym_code_fn(void *arg, uint64_t pc, struct sym_code *out);
  * so (0: a stack of CFI and frame pointers alone). Without SCAN, the frame
  * pointer alone.
  */
+struct sym_memo;
 int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, const uint8_t *stack,
-	       uint64_t size, bool scan, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
-	       uint32_t *scanned);
+	       uint64_t size, bool scan, struct sym_memo *memo, uint64_t key, uint64_t *pcs,
+	       enum sym_stop *stop, uint32_t *stop_module, uint32_t *scanned);
+
+/*
+ * A thread's last walk, kept for its next (unwind.c): MEMO (NULL: none)
+ * gives sym_unwind the callers that walk shares with this one, without
+ * walking them again, and then holds this walk. KEY names the thread and
+ * the files its process maps: a memo of another key is not used.
+ */
+struct sym_memo *sym_memo_new(void);
+void sym_memo_free(struct sym_memo *m);
+/* The frames the last sym_unwind with M took from it (0: it walked them all). */
+size_t sym_memo_took(const struct sym_memo *m);
 
 #endif

@@ -171,6 +171,7 @@ uint32_t ss_new_proc(struct sym_session *ss, int32_t pid, int32_t ppid, const ch
 		pr->as.maps = xmalloc(st_mult(copy->nr, sizeof(*copy->maps)));
 		memcpy(pr->as.maps, copy->maps, copy->nr * sizeof(*copy->maps));
 		pr->as.nr = pr->as.alloc = copy->nr;
+		pr->as.gen = copy->gen;
 	}
 	idx_insert(&ss->pid_idx, hash_u64((uint32_t)pid), ss->nr_procs);
 	/* one reading at least, for a process that lives less than the interval */

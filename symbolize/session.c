@@ -23,6 +23,7 @@ struct sym_session *sym_session_new(const struct sym_opts *opts)
 	ss->spill_dir = xstrdup_or_null(opts->spill_dir);
 	ss->opts.spill_dir = ss->spill_dir;
 	ss->prof = profile_new();
+	ss->memo_check = getenv("PROFTOOL_DEBUG_UNWIND") != NULL;
 	/* without a spill file samples stay in memory: slower to grow, nothing lost */
 	if (opts->spill_dir && opts->spill_chunk)
 		(void)profile_spill_start(ss->prof, opts->spill_dir, opts->spill_chunk);
@@ -59,6 +60,9 @@ void sym_session_free(struct sym_session *ss)
 	for (size_t i = 0; i < ss->nr_procs; i++)
 		free(ss->procs[i].as.maps);
 	free(ss->pcs);
+	free(ss->pcs_check);
+	for (size_t i = 0; i < SS_MEMOS; i++)
+		sym_memo_free(ss->memos[i]);
 	free(ss->stack_frames);
 	free(ss->merged);
 	free(ss->py_stats);

@@ -46,6 +46,7 @@ enum bias_state { BIAS_UNKNOWN, BIAS_OK, BIAS_NONE };
 struct aspace {
 	struct map *maps;       /* sorted by start, non-overlapping */
 	size_t nr, alloc;
+	uint64_t gen;           /* changes with the maps: no two address spaces mapped apart share one */
 };
 
 /* One incarnation of a process: a new one starts at fork and at exec. */
@@ -95,6 +96,7 @@ struct ss_py_stat {
 };
 
 #define SS_HOT 1024
+#define SS_MEMOS 64             /* threads whose last unwind is kept (a direct-mapped cache) */
 
 struct sym_session {
 	struct sym_opts opts;   /* opts.spill_dir points at spill_dir */
@@ -125,6 +127,11 @@ struct sym_session {
 	uint32_t hot_frame[SS_HOT], hot_node[SS_HOT];
 
 	uint64_t *pcs;          /* scratch: one unwound stack */
+	struct sym_memo *memos[SS_MEMOS];
+	/* PROFTOOL_DEBUG_UNWIND: each unwind walked again without its memo, and compared */
+	bool memo_check;
+	uint64_t *pcs_check;
+	uint64_t memo_walks, memo_took, memo_frames, memo_differ;
 	uint32_t *stack_frames, *merged; /* scratch: its frames, innermost first, and with Python's */
 
 	/*

@@ -124,6 +124,26 @@ static uint32_t module_at(const struct proc *pr, uint64_t addr)
 	return m ? m->module : UINT32_MAX;
 }
 
+/* PROFTOOL_DEBUG_UNWIND: the walk that took TOOK frames from its memo, against one without. */
+static void check_memo(struct sym_session *ss, struct code_arg *ca, const struct sampler_rec *r, size_t took,
+		       uint32_t nr, enum sym_stop stop, uint32_t stop_module, uint32_t scanned)
+{
+	enum sym_stop stop2;
+	uint32_t stop_module2, scanned2, nr2;
+
+	if (!ss->pcs_check)
+		ss->pcs_check = xmalloc(SYM_MAX_FRAMES * sizeof(*ss->pcs_check));
+	nr2 = (uint32_t)sym_unwind(code_at, ca, r->sample.regs, r->sample.stack, r->sample.stack_size,
+				   !ss->opts.no_unwind_scan, NULL, 0, ss->pcs_check, &stop2, &stop_module2,
+				   &scanned2);
+	ss->memo_walks++;
+	ss->memo_took += took > 0;
+	ss->memo_frames += took;
+	if (nr != nr2 || stop != stop2 || stop_module != stop_module2 || scanned != scanned2 ||
+	    memcmp(ss->pcs, ss->pcs_check, nr * sizeof(*ss->pcs)))
+		ss->memo_differ++;
+}
+
 void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 {
 	const uint64_t *chain = r->sample.chain;
@@ -142,10 +162,17 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	if (r->sample.regs && r->sample.stack && pr) {
 		/* DWARF: unwind the copied stack now; the copy dies with this record */
 		struct code_arg ca = { ss, pr };
+		uint64_t key = hash_combine(hash_u64((uint64_t)(uint32_t)r->pid << 32 | (uint32_t)r->tid),
+					    pr->as.gen);
+		struct sym_memo **memo = &ss->memos[key % SS_MEMOS];
 
+		if (!*memo)
+			*memo = sym_memo_new();
 		nr_user = sym_unwind(code_at, &ca, r->sample.regs, r->sample.stack,
-				     r->sample.stack_size, !ss->opts.no_unwind_scan, ss->pcs, &stop,
-				     &stop_module, &scanned);
+				     r->sample.stack_size, !ss->opts.no_unwind_scan, *memo, key, ss->pcs,
+				     &stop, &stop_module, &scanned);
+		if (ss->memo_check)
+			check_memo(ss, &ca, r, sym_memo_took(*memo), nr_user, stop, stop_module, scanned);
 		user = ss->pcs;
 	} else {
 		/* frame pointers: callers are return addresses, so look up the call (addr - 1) */

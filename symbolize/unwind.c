@@ -2,7 +2,10 @@
 /* Walking a sampled user stack, frame by frame, with the CFI rules of the files it runs in. */
 #include "internal.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "base/base.h"
 
 /* perf's x86-64 register order (mask 0xff0fff packed) for each DWARF register 0..16 */
 static const uint8_t dwarf_from_perf[SYM_NREGS] = {
@@ -22,28 +25,51 @@ static const uint8_t dwarf_from_perf[SYM_NREGS] = {
 #define REG_RBP 6
 #define REG_RSP 7
 
+/* What a read of the copy found: a value, nothing just past its end, or nothing. */
+enum read_status { READ_OK, READ_PAST, READ_FAILED };
+
+/* A read of the copy during a walk the memo records: the next walk makes it again to compare. */
+struct memo_read {
+	uint64_t addr, val;
+	uint8_t status;         /* enum read_status */
+};
+
 /* The copied stack: the only memory an unwind reads. */
 struct copy {
 	const uint8_t *stack;
 	uint64_t sp, size;
 	bool read_past_copy;    /* a read just beyond the copy failed */
 	bool read_failed;       /* a read elsewhere failed */
+	struct sym_memo *log;   /* where the reads go; NULL: nowhere */
 };
+
+static enum read_status peek_copy(const struct copy *c, uint64_t addr, uint64_t *val)
+{
+	if (addr >= c->sp && addr - c->sp <= c->size && c->size - (addr - c->sp) >= 8) {
+		memcpy(val, c->stack + (addr - c->sp), 8);
+		return READ_OK;
+	}
+	*val = 0;
+	/* reads just past the copy mean a deeper stack than we copied */
+	if (addr >= c->sp + c->size && addr < c->sp + c->size + (1u << 20))
+		return READ_PAST;
+	return READ_FAILED;
+}
+
+static void memo_log(struct sym_memo *m, uint64_t addr, uint64_t val, enum read_status st);
 
 static bool read_copy(void *arg, uint64_t addr, uint64_t *val)
 {
 	struct copy *c = arg;
+	enum read_status st = peek_copy(c, addr, val);
 
-	if (addr >= c->sp && addr - c->sp <= c->size && c->size - (addr - c->sp) >= 8) {
-		memcpy(val, c->stack + (addr - c->sp), 8);
-		return true;
-	}
-	/* reads just past the copy mean a deeper stack than we copied */
-	if (addr >= c->sp + c->size && addr < c->sp + c->size + (1u << 20))
+	if (st == READ_PAST)
 		c->read_past_copy = true;
-	else
+	else if (st == READ_FAILED)
 		c->read_failed = true;
-	return false;
+	if (c->log)
+		memo_log(c->log, addr, *val, st);
+	return st == READ_OK;
 }
 
 /*
@@ -105,7 +131,188 @@ struct walk {
 	uint32_t last_module;   /* of the last frame: its ELF file, if any */
 	bool failed;            /* the walk ended at a frame it could not unwind */
 	bool bad_call;          /* a return address did not follow a call to its callee */
+	/* the memo (NULL: none), and what this walk took from it */
+	struct sym_memo *memo;
+	uint64_t key;
+	size_t cursor;          /* the memo's first frame whose stack pointer is not below this walk's */
+	long hit;               /* the memo's frame this walk went on from; -1 none */
+	int hit_n;              /* this walk's frames before it */
 };
+
+/*
+ * A thread's last walk, for the next: its frames from the second on, each
+ * with the registers it began with, and every read of the copy it made
+ * from there on. A frame of a new walk that begins with the same registers
+ * as one of them, on a copy where the same reads find the same, unwinds to
+ * the same callers (with the same files mapped, which the key says): they
+ * are taken from the memo, not walked again. Sample after sample of a
+ * program in a loop shares all of its callers but the few innermost.
+ */
+struct memo_frame {
+	struct sym_regs regs;   /* as the frame began */
+	uint32_t n;             /* frames before it */
+	uint32_t log;           /* reads before it */
+	bool past;              /* a read beyond the copy had failed before it */
+};
+
+struct sym_memo {
+	uint64_t key;
+	bool valid;
+	struct memo_frame *f, *rec;     /* the last walk's frames; this walk's, as it goes */
+	size_t nr, alloc, nr_rec, alloc_rec;
+	struct memo_read *log, *rec_log; /* their reads */
+	size_t nr_log, alloc_log, nr_rec_log, alloc_rec_log;
+	uint64_t *pcs;
+	size_t nr_pcs, alloc_pcs;
+	/* how the last walk ended */
+	bool ended, failed, past, read_failed;
+	uint32_t last_module;
+	uint32_t took;          /* frames the last walk took from the memo before it */
+};
+
+struct sym_memo *sym_memo_new(void)
+{
+	return xcalloc(1, sizeof(struct sym_memo));
+}
+
+void sym_memo_free(struct sym_memo *m)
+{
+	if (!m)
+		return;
+	free(m->f);
+	free(m->rec);
+	free(m->log);
+	free(m->rec_log);
+	free(m->pcs);
+	free(m);
+}
+
+size_t sym_memo_took(const struct sym_memo *m)
+{
+	return m->took;
+}
+
+static void memo_log(struct sym_memo *m, uint64_t addr, uint64_t val, enum read_status st)
+{
+	ALLOC_GROW(m->rec_log, m->nr_rec_log + 1, m->alloc_rec_log);
+	m->rec_log[m->nr_rec_log++] = (struct memo_read){ addr, val, (uint8_t)st };
+}
+
+static bool same_regs(const struct sym_regs *a, const struct sym_regs *b)
+{
+	if (a->valid != b->valid)
+		return false;
+	for (int i = 0; i < SYM_NREGS; i++)
+		if ((a->valid >> i & 1) && a->r[i] != b->r[i])
+			return false;
+	return true;
+}
+
+/* Whether the copy holds what the memo's reads from frame F on found. */
+static bool same_reads(const struct sym_memo *m, const struct memo_frame *f, const struct copy *c)
+{
+	for (size_t i = f->log; i < m->nr_log; i++) {
+		const struct memo_read *e = &m->log[i];
+		uint64_t val;
+
+		if (peek_copy(c, e->addr, &val) != e->status || val != e->val)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * At the start of a frame (REGS): the rest of the walk from the memo, if
+ * it holds it; then *ENDED is what the walk returns.
+ */
+static bool memo_reuse(struct walk *w, const struct sym_regs *regs, bool *ended)
+{
+	struct sym_memo *m = w->memo;
+	uint64_t sp = regs->r[REG_RSP];
+
+	if (!m->valid || m->key != w->key || !(regs->valid & 1u << REG_RSP))
+		return false;
+	while (w->cursor < m->nr && m->f[w->cursor].regs.r[REG_RSP] < sp)
+		w->cursor++;
+	for (size_t j = w->cursor; j < m->nr && m->f[j].regs.r[REG_RSP] == sp; j++) {
+		const struct memo_frame *f = &m->f[j];
+		size_t more = m->nr_pcs - f->n;
+
+		if (f->past != w->c->read_past_copy || w->n + more >= SYM_MAX_FRAMES ||
+		    !same_regs(&f->regs, regs) || !same_reads(m, f, w->c))
+			continue;
+		memcpy(w->pcs + w->n, m->pcs + f->n, more * sizeof(*w->pcs));
+		w->hit = (long)j;
+		w->hit_n = w->n;
+		w->n += (int)more;
+		w->c->read_past_copy = m->past;
+		w->c->read_failed = m->read_failed;
+		w->failed = m->failed;
+		w->last_module = m->last_module;
+		*ended = m->ended;
+		return true;
+	}
+	return false;
+}
+
+/* A frame begins (REGS): recorded for the next walk. */
+static void memo_note(struct walk *w, const struct sym_regs *regs)
+{
+	struct sym_memo *m = w->memo;
+
+	ALLOC_GROW(m->rec, m->nr_rec + 1, m->alloc_rec);
+	m->rec[m->nr_rec++] = (struct memo_frame){ *regs, (uint32_t)w->n, (uint32_t)m->nr_rec_log,
+						   w->c->read_past_copy };
+}
+
+#define SWAP(a, b) do { __typeof__(a) swap_ = (a); (a) = (b); (b) = swap_; } while (0)
+
+/*
+ * The walk is over (ENDED): it becomes the memo, unless it scanned (a
+ * scan's outcome depends on what the scans before it used up); the frames
+ * it took from the last memo come along.
+ */
+static void memo_keep(struct walk *w, bool scans_untouched, bool ended)
+{
+	struct sym_memo *m = w->memo;
+
+	m->took = w->hit >= 0 ? (uint32_t)(w->n - w->hit_n) : 0;
+	if (!scans_untouched || w->scanned || w->n >= SYM_MAX_FRAMES) {
+		m->nr_rec = m->nr_rec_log = 0;
+		return;
+	}
+	if (w->hit >= 0) {
+		const struct memo_frame *h = &m->f[w->hit];
+
+		for (size_t j = (size_t)w->hit; j < m->nr; j++) {
+			ALLOC_GROW(m->rec, m->nr_rec + 1, m->alloc_rec);
+			m->rec[m->nr_rec] = m->f[j];
+			m->rec[m->nr_rec].n = m->f[j].n - h->n + (uint32_t)w->hit_n;
+			m->rec[m->nr_rec++].log = m->f[j].log - h->log + (uint32_t)m->nr_rec_log;
+		}
+		ALLOC_GROW(m->rec_log, m->nr_rec_log + (m->nr_log - h->log), m->alloc_rec_log);
+		memcpy(m->rec_log + m->nr_rec_log, m->log + h->log, (m->nr_log - h->log) * sizeof(*m->log));
+		m->nr_rec_log += m->nr_log - h->log;
+	}
+	SWAP(m->f, m->rec);
+	SWAP(m->alloc, m->alloc_rec);
+	m->nr = m->nr_rec;
+	m->nr_rec = 0;
+	SWAP(m->log, m->rec_log);
+	SWAP(m->alloc_log, m->alloc_rec_log);
+	m->nr_log = m->nr_rec_log;
+	m->nr_rec_log = 0;
+	ALLOC_GROW(m->pcs, (size_t)w->n, m->alloc_pcs);
+	memcpy(m->pcs, w->pcs, (size_t)w->n * sizeof(*m->pcs));
+	m->nr_pcs = (size_t)w->n;
+	m->ended = ended;
+	m->failed = w->failed;
+	m->past = w->c->read_past_copy;
+	m->read_failed = w->c->read_failed;
+	m->last_module = w->last_module;
+	m->key = w->key;
+	m->valid = true;
+}
 
 /*
  * Whether the bytes before return address RA (in CD's file) are a call:
@@ -189,6 +396,14 @@ static bool walk(struct walk *w, struct sym_regs regs, bool initial, bool after_
 
 		if (w->n >= SYM_MAX_FRAMES)
 			return true;
+		/* not in a scan's walk, whose outcome depends on the scans before it */
+		if (w->memo && !verify && !initial && !after_signal) {
+			bool ended;
+
+			if (memo_reuse(w, &regs, &ended))
+				return ended;
+			memo_note(w, &regs);
+		}
 		w->code(w->code_arg, lookup, &cd);
 		if (verify && callee && !after_signal &&
 		    (!call_before(&cd, pc, &direct, &target) ||
@@ -312,11 +527,13 @@ static bool scan(struct walk *w, const struct sym_regs *at, uint64_t pc, const s
 }
 
 int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, const uint8_t *stack,
-	       uint64_t size, bool scan, uint64_t *pcs, enum sym_stop *stop, uint32_t *stop_module,
-	       uint32_t *scanned)
+	       uint64_t size, bool scan, struct sym_memo *memo, uint64_t key, uint64_t *pcs,
+	       enum sym_stop *stop, uint32_t *stop_module, uint32_t *scanned)
 {
-	struct copy c = { stack, perf_regs[PERF_POS_SP], size, false, false };
-	struct walk w = { code, code_arg, &c, pcs, 0, scan ? SCAN_MAX : 0, SCAN_TRIES, 0, UINT32_MAX, false, false };
+	struct copy c = { stack, perf_regs[PERF_POS_SP], size, false, false, memo };
+	struct walk w = { .code = code, .code_arg = code_arg, .c = &c, .pcs = pcs,
+			  .scans = scan ? SCAN_MAX : 0, .tries = SCAN_TRIES, .last_module = UINT32_MAX,
+			  .memo = memo, .key = key, .hit = -1 };
 	struct sym_regs regs;
 	bool ended;
 
@@ -326,6 +543,8 @@ int sym_unwind(sym_code_fn *code, void *code_arg, const uint64_t *perf_regs, con
 		regs.r[i] = perf_regs[dwarf_from_perf[i]];
 	regs.valid = (1u << SYM_NREGS) - 1;
 	ended = walk(&w, regs, true, false, false);
+	if (memo)
+		memo_keep(&w, w.scans == (scan ? SCAN_MAX : 0) && w.tries == SCAN_TRIES, ended);
 	*scanned = w.scanned;
 	if (w.n >= SYM_MAX_FRAMES) {
 		*stop = SYM_STOP_DEPTH;

@@ -484,3 +484,60 @@ JS
 	starts=$(readelf --debug-dump=frames libpushy.so | sed -n 's/.* FDE .* pc=0*\([0-9a-f]*\)\.\..*/\1/p')
 	grep -qx "${off#libpushy.so+0x}" <<<"$starts" || { echo "$off is no FDE start: $starts"; false; }
 }
+
+# The unwinder keeps each thread's last walk and takes from it the callers a new sample
+# shares (symbolize/unwind.c). PROFTOOL_DEBUG_UNWIND walks every stack again without it and
+# counts the walks that came out different: there must be none, on stacks of threads, deep
+# recursion, code without CFI, signal handlers and Python's interpreter.
+@test "the unwind memo: callers taken from a thread's last walk are those a whole walk finds" {
+	need gcc gcc
+	cat >sig.c <<'C'
+#include <signal.h>
+#include <sys/time.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) static void in_handler(void)
+{
+	for (long i = 0; i < 300000; i++)
+		sink += i;
+}
+static void on_prof(int sig)
+{
+	(void)sig;
+	in_handler();
+}
+__attribute__((noinline)) static void outer(long n)
+{
+	for (long i = 0; i < n; i++)
+		sink ^= i;
+}
+int main(void)
+{
+	struct sigaction sa = { 0 };
+	struct itimerval it = { { 0, 2000 }, { 0, 2000 } };
+
+	sa.sa_handler = on_prof;
+	sigaction(SIGPROF, &sa, 0);
+	setitimer(ITIMER_PROF, &it, 0);
+	for (int r = 0; r < 10; r++)
+		outer(30000000);
+	return 0;
+}
+C
+	gcc -O2 -fomit-frame-pointer -g -o sig sig.c
+	check() {
+		local min=$1 line n took differed
+		shift
+		PROFTOOL_DEBUG_UNWIND=1 "$PROFTOOL" record -q -o m.data -- "$@" >/dev/null 2>err
+		line=$(grep 'proftool: debug: .* unwinds' err) || { cat err; false; }
+		echo "$*: $line"
+		read -r n took differed <<<"$(sed -E 's/.* ([0-9]+) unwinds, ([0-9]+) took .*; ([0-9]+) differed.*/\1 \2 \3/' <<<"$line")"
+		[ "$differed" -eq 0 ]
+		# the memo is used: MIN percent of the walks took callers from it
+		at_least "$((100 * took / n))" "$min"
+	}
+	check 80 "$WORKLOADS_NOFP/threads" 0.4
+	check 80 "$WORKLOADS_NOFP/recurse" 0.4
+	check 30 "$WORKLOADS_NOFP/nocfi" jit 0.5
+	check 50 ./sig
+	check 80 "$PYTHON3" "$BATS_TEST_DIRNAME/workloads/py/split.py" 1
+}
