@@ -61,8 +61,17 @@ void sym_session_free(struct sym_session *ss)
 		free(ss->procs[i].as.maps);
 	free(ss->pcs);
 	free(ss->pcs_check);
-	for (size_t i = 0; i < SS_MEMOS; i++)
+	for (size_t i = 0; i < SS_MEMOS; i++) {
 		sym_memo_free(ss->memos[i]);
+		if (ss->last[i]) {
+			free(ss->last[i]->pcs);
+			free(ss->last[i]->frames);
+			free(ss->last[i]->path);
+			free(ss->last[i]->nodes);
+			free(ss->last[i]);
+		}
+	}
+	free(ss->path);
 	free(ss->stack_frames);
 	free(ss->merged);
 	free(ss->py_stats);

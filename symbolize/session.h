@@ -96,6 +96,20 @@ struct ss_py_stat {
 };
 
 #define SS_HOT 1024
+
+/*
+ * A thread's last stack (stacks.c): the frames of its user addresses, and
+ * the nodes of its path from the root. The next sample of the thread
+ * shares its outer part, which need not be looked up again.
+ */
+struct ss_last {
+	uint64_t key;           /* the thread's and its maps' (the unwind memo's key) */
+	uint64_t *pcs;          /* user addresses, innermost first */
+	uint32_t *frames;       /* their frames */
+	size_t nr_pcs, alloc_pcs;
+	uint32_t *path, *nodes; /* the frames from the root, and their nodes */
+	size_t nr_path, alloc_path;
+};
 #define SS_MEMOS 64             /* threads whose last unwind is kept (a direct-mapped cache) */
 
 struct sym_session {
@@ -128,7 +142,13 @@ struct sym_session {
 
 	uint64_t *pcs;          /* scratch: one unwound stack */
 	struct sym_memo *memos[SS_MEMOS];
-	/* PROFTOOL_DEBUG_UNWIND: each unwind walked again without its memo, and compared */
+	struct ss_last *last[SS_MEMOS]; /* the thread's last stack, beside its unwind memo */
+	uint32_t *path;         /* scratch: a sample's frames, root first */
+	size_t alloc_path;
+	/*
+	 * PROFTOOL_DEBUG_UNWIND: each unwind walked again without its memo,
+	 * each stack looked up again without the thread's last, and compared
+	 */
 	bool memo_check;
 	uint64_t *pcs_check;
 	uint64_t memo_walks, memo_took, memo_frames, memo_differ;

@@ -116,6 +116,56 @@ static void code_at(void *arg, uint64_t pc, struct sym_code *out)
 	out->module = m->module;
 }
 
+/*
+ * The frames of user addresses PCS (NR, innermost first) into OUT: those
+ * of the outer ones the thread's last stack shares, from it (the same
+ * addresses in the same maps, which KEY says), the rest looked up. LAST
+ * then holds these.
+ */
+static void user_frames(struct sym_session *ss, struct ss_last *last, uint64_t key, const struct proc *pr,
+			const uint64_t *pcs, uint32_t nr, uint32_t *out)
+{
+	uint32_t same = 0;
+
+	if (last->key == key)
+		while (same < nr && same < last->nr_pcs && pcs[nr - 1 - same] == last->pcs[last->nr_pcs - 1 - same])
+			same++;
+	for (uint32_t i = nr - same; i < nr; i++)
+		out[i] = last->frames[last->nr_pcs - (nr - i)];
+	for (uint32_t i = 0; i < nr - same; i++)
+		out[i] = user_frame(ss, pr ? &pr->as : NULL, pcs[i]);
+	ALLOC_GROW(last->pcs, nr, last->alloc_pcs);
+	last->frames = xrealloc(last->frames, st_mult(last->alloc_pcs, sizeof(*last->frames)));
+	memcpy(last->pcs, pcs, nr * sizeof(*pcs));
+	memcpy(last->frames, out, nr * sizeof(*out));
+	last->nr_pcs = nr;
+	last->key = key;
+}
+
+/* The node of PATH (NR frames, root first): the part the last path shares, from it. */
+static uint32_t path_node(struct sym_session *ss, struct ss_last *last, const uint32_t *path, size_t nr)
+{
+	size_t k = 0;
+	uint32_t node = PROFILE_NONE;
+
+	while (k < nr && k < last->nr_path && path[k] == last->path[k])
+		k++;
+	if (k)
+		node = last->nodes[k - 1];
+	if (nr > last->alloc_path) {
+		last->alloc_path = nr + nr / 2;
+		last->path = xrealloc(last->path, st_mult(last->alloc_path, sizeof(*last->path)));
+		last->nodes = xrealloc(last->nodes, st_mult(last->alloc_path, sizeof(*last->nodes)));
+	}
+	for (; k < nr; k++) {
+		node = intern_node(ss, node, path[k]);
+		last->path[k] = path[k];
+		last->nodes[k] = node;
+	}
+	last->nr_path = nr;
+	return node;
+}
+
 /* Finds the module of ADDR in PR's address space (for naming a stop reason). */
 static uint32_t module_at(const struct proc *pr, uint64_t addr)
 {
@@ -155,15 +205,17 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	uint32_t stop_module = UINT32_MAX, scanned = 0;
 	const uint64_t *user;
 	const uint32_t *frames;
-	size_t nr_frames;
+	size_t nr_frames, np = 0;
+	/* the thread's unwind memo and last stack: one slot, for the thread in its maps */
+	uint64_t key = hash_combine(hash_u64((uint64_t)(uint32_t)r->pid << 32 | (uint32_t)r->tid),
+				    pr ? pr->as.gen : 0);
+	struct ss_last **last = &ss->last[key % SS_MEMOS];
 
 	if (!ss->pcs)
 		ss->pcs = xmalloc(SYM_MAX_FRAMES * sizeof(*ss->pcs));
 	if (r->sample.regs && r->sample.stack && pr) {
 		/* DWARF: unwind the copied stack now; the copy dies with this record */
 		struct code_arg ca = { ss, pr };
-		uint64_t key = hash_combine(hash_u64((uint64_t)(uint32_t)r->pid << 32 | (uint32_t)r->tid),
-					    pr->as.gen);
 		struct sym_memo **memo = &ss->memos[key % SS_MEMOS];
 
 		if (!*memo)
@@ -204,8 +256,12 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 		ss->stack_frames = xmalloc(SYM_MAX_FRAMES * sizeof(*ss->stack_frames));
 		ss->merged = xmalloc((SYM_MAX_FRAMES + PY_MAX_DEPTH) * sizeof(*ss->merged));
 	}
-	for (uint32_t i = 0; i < nr_user; i++)
-		ss->stack_frames[i] = user_frame(ss, pr ? &pr->as : NULL, user[i]);
+	if (!*last)
+		*last = xcalloc(1, sizeof(**last));
+	user_frames(ss, *last, key, pr, user, nr_user, ss->stack_frames);
+	if (ss->memo_check)
+		for (uint32_t i = 0; i < nr_user; i++)
+			ss->memo_differ += ss->stack_frames[i] != user_frame(ss, pr ? &pr->as : NULL, user[i]);
 	frames = ss->stack_frames;
 	nr_frames = nr_user;
 	if (r->sample.extra_size) {
@@ -225,14 +281,22 @@ void ss_on_sample(struct sym_session *ss, const struct sampler_rec *r)
 	 * decides, once names are known, whether the stack was complete anyway
 	 * (ld.so's _start has no CFI and is still the root).
 	 */
+	ALLOC_GROW(ss->path, nr_frames + nk + 1, ss->alloc_path);
 	if (stop != SYM_STOP_NONE)
-		node = intern_node(ss, node, ss_intern_frame(ss, MOD_STOP,
-							  (uint64_t)stop << 32 | stop_module));
+		ss->path[np++] = ss_intern_frame(ss, MOD_STOP, (uint64_t)stop << 32 | stop_module);
 	for (size_t i = nr_frames; i-- > 0;)
-		node = intern_node(ss, node, frames[i]);
+		ss->path[np++] = frames[i];
 	/* kernel frames, outermost first; callers are return addresses too */
 	for (uint32_t i = nk; i-- > 0;)
-		node = intern_node(ss, node, ss_intern_frame(ss, MOD_KERNEL, i ? chain[i] - 1 : chain[i]));
+		ss->path[np++] = ss_intern_frame(ss, MOD_KERNEL, i ? chain[i] - 1 : chain[i]);
+	node = path_node(ss, *last, ss->path, np);
+	if (ss->memo_check) {
+		uint32_t whole = PROFILE_NONE;
+
+		for (size_t i = 0; i < np; i++)
+			whole = intern_node(ss, whole, ss->path[i]);
+		ss->memo_differ += whole != node;
+	}
 	ss->scanned += scanned > 0;
 	/* the process's resident memory when its first sample was taken (perf backend) */
 	if (r->sample.rss && pr)
