@@ -80,11 +80,66 @@ static void raise_fd_limit(void)
 	}
 }
 
-/* Whether the file at PATH is a Python interpreter or a script run by one (its #! line). */
+/* Whether the #! line LINE names a shell (sh, bash, dash, zsh, ksh; directly or through env). */
+static bool shell_line(const char *line)
+{
+	static const char *const shells[] = { "sh", "bash", "dash", "zsh", "ksh" };
+	const char *p = line + 2, *word;
+	size_t len;
+
+	/* the interpreter's base name, or the first word after env */
+	for (int i = 0; i < 2; i++) {
+		p += strspn(p, " \t");
+		word = p;
+		len = strcspn(p, " \t\r\n");
+		for (const char *s = word; s < word + len; s++)
+			if (*s == '/')
+				word = s + 1;
+		len -= (size_t)(word - p);
+		if (len == 3 && !strncmp(word, "env", 3)) {
+			p = word + len;
+			continue;
+		}
+		for (size_t k = 0; k < ARRAY_SIZE(shells); k++)
+			if (len == strlen(shells[k]) && !strncmp(word, shells[k], len))
+				return true;
+		return false;
+	}
+	return false;
+}
+
+/*
+ * Whether the shell script F (its first line read) starts Python, as far
+ * as its text tells: it names python, or a launcher that runs it.
+ */
+static bool shell_runs_python(FILE *f)
+{
+	static const char *const names[] = { "python", "torchrun", "deepspeed", "accelerate launch" };
+	char buf[4096];
+	size_t keep = 0, n;
+
+	/* 64 KiB at most; each read overlaps the last by a name's length */
+	for (int i = 0; i < 16 && (n = fread(buf + keep, 1, sizeof(buf) - 1 - keep, f)) > 0; i++) {
+		n += keep;
+		buf[n] = '\0';
+		for (size_t k = 0; k < ARRAY_SIZE(names); k++)
+			if (memmem(buf, n, names[k], strlen(names[k])))
+				return true;
+		keep = n < 32 ? n : 32;
+		memmove(buf, buf + n - keep, keep);
+	}
+	return false;
+}
+
+/*
+ * Whether the file at PATH is a Python interpreter, a script run by one
+ * (its #! line), or a shell script that starts one.
+ */
 static bool python_file(const char *path)
 {
 	const char *base = strrchr(path, '/');
 	char line[256] = "";
+	bool python = false;
 	FILE *f;
 
 	base = base ? base + 1 : path;
@@ -95,8 +150,10 @@ static bool python_file(const char *path)
 		return false;
 	if (!fgets(line, sizeof(line), f))
 		line[0] = '\0';
+	if (line[0] == '#' && line[1] == '!')
+		python = strstr(line, "python") || (shell_line(line) && shell_runs_python(f));
 	fclose(f);
-	return line[0] == '#' && line[1] == '!' && strstr(line, "python");
+	return python;
 }
 
 bool sampling_python_command(char *const argv[])

@@ -280,15 +280,21 @@ check_native_leaf() {
 
 # pyloop and hashing take turns in one frame slot every 0.1 ms: a sample in SHA-256 code
 # (hashing's) whose innermost Python frame is another was read after the thread moved on.
-# check_turns [script]: the command is a shell script that runs the interpreter, recorded
-# with --python on (auto cannot tell it will run Python)
+# check_turns [script|script-auto]: the command is a shell script that runs the
+# interpreter through a variable (its text does not say python), recorded with --python on;
+# or one that names it, recorded with the default --python auto, which reads the script
 check_turns() {
 	local s bad
 
 	if [ "${1:-}" = script ]; then
-		printf '#!/bin/sh\n"%s" "%s" 2\n' "$PY" "$PYDIR/turns.py" >turns.sh
+		printf '#!/bin/sh\nexec "$TURNS_PY" "%s" 2\n' "$PYDIR/turns.py" >turns.sh
 		chmod +x turns.sh
-		record_to t.data --python on -- ./turns.sh >script.out 2>record.err ||
+		TURNS_PY=$PY record_to t.data --python on -- ./turns.sh >script.out 2>record.err ||
+			{ echo "record of turns.sh exited $?: $(cat record.err)" >&2; return 1; }
+	elif [ "${1:-}" = script-auto ]; then
+		printf '#!/usr/bin/env bash\n# trains the model\nset -e\n"%s" "%s" 2\n' "$PY" "$PYDIR/turns.py" >turns.sh
+		chmod +x turns.sh
+		record_to t.data -- ./turns.sh >script.out 2>record.err ||
 			{ echo "record of turns.sh exited $?: $(cat record.err)" >&2; return 1; }
 	else
 		record_py t.data -- turns.py 2
@@ -594,6 +600,11 @@ check_python_off() {
 @test "python: --python on, behind a shell script: turns.py's samples in SHA-256 code read as under hashing (Debian's python3)" {
 	use_python debian
 	check_turns script
+}
+
+@test "python: behind a shell script that names the interpreter, --python auto reads as on: turns.py's samples in SHA-256 code read as under hashing" {
+	use_python debian
+	check_turns script-auto
 }
 
 @test "python: --python takes auto, on or off; anything else is a usage error" {
