@@ -308,14 +308,14 @@ static void drain_proc_exec(struct perf_sampler *s, const unsigned char *data, s
 		dp->top_stale = true;
 }
 
-/* Copies the records of one ring buffer into the stage. Called with the lock held. */
-static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *st)
+/* Copies the records of one ring buffer into the stage; returns how many. Called with the lock held. */
+static size_t drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *st)
 {
 	struct perf_event_mmap_page *mp = b->base;
 	unsigned char *data = (unsigned char *)b->base + s->page_size;
 	uint64_t head = __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE);
 	uint64_t tail = mp->data_tail;
-	size_t mask = b->data_size - 1;
+	size_t mask = b->data_size - 1, records = 0;
 
 	while (tail < head) {
 		struct perf_event_header h;
@@ -357,25 +357,29 @@ static void drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *s
 		st->len += len + extra;
 		__atomic_add_fetch(&s->buffered, len + extra, __ATOMIC_RELAXED);
 		tail += h.size;
+		records++;
 	}
 	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+	return records;
 }
 
-uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr)
+uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr, size_t *records)
 {
 	uint64_t start = time_mono_ns();
+	size_t n = 0;
 
 	pthread_mutex_lock(&s->lock);
 	for (unsigned i = first; i < first + nr && i < s->nr_cpus; i++) {
-		drain_one(s, &s->cpus[i], &s->stage);
-		s->cpus[i].prev_sweep = s->cpus[i].sweep;
-		s->cpus[i].sweep = start;
+		n += drain_one(s, &s->cpus[i], &s->stage);
+		cpu_swept(&s->cpus[i], start);
 	}
 	pthread_mutex_unlock(&s->lock);
+	if (records)
+		*records = n;
 	return start;
 }
 
 void perf_drain_all(struct perf_sampler *s)
 {
-	perf_drain_range(s, 0, s->nr_cpus);
+	perf_drain_range(s, 0, s->nr_cpus, NULL);
 }

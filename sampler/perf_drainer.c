@@ -34,6 +34,16 @@
 #define DRAIN_PERIOD_MS 20
 #define DRAIN_PERIOD_HOOK_MS 1
 /*
+ * A drain thread of its own CPU, woken by each sample, sweeps on a timer
+ * for the other records only (mmaps, forks, exits: a sample follows them
+ * soon where the CPU runs the target): while its sweeps find nothing, the
+ * timer doubles up to this. The reader sweeps empty buffers itself
+ * (perf_take_stage), so that an idle CPU holds up no delivery. On a
+ * 64-CPU machine, 63 idle threads woken every 20 ms took more CPU than
+ * reading the one Python process's stacks.
+ */
+#define DRAIN_IDLE_MAX_MS 640
+/*
  * How often the reader (the main loop) is woken for what the sweeps
  * staged: it symbolizes in batches, and nothing it does needs records
  * sooner (live views refresh at most ten times a second). More staged than
@@ -127,6 +137,7 @@ static void *drainer_main(void *arg)
 	const uint64_t one = 1;
 	int period = DRAIN_PERIOD_MS;
 	uint64_t boost_wall = 0, boost_cpu = 0, woke = 0, now;
+	size_t records;
 	bool eager = false, boosted = false;
 
 	if (d->pin >= 0 && d->pin < CPU_SETSIZE) {
@@ -149,7 +160,9 @@ static void *drainer_main(void *arg)
 				break;
 			continue;
 		}
-		now = perf_drain_range(s, d->first, d->nr);
+		now = perf_drain_range(s, d->first, d->nr, &records);
+		if (s->opts.hook_each_sample)
+			period = records ? DRAIN_PERIOD_MS : period * 2 < DRAIN_IDLE_MAX_MS ? period * 2 : DRAIN_IDLE_MAX_MS;
 		if (!eager && hook_eager(s)) {
 			eager = true;
 			/* the events wake us for each sample already: no timer needed */

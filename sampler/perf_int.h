@@ -24,6 +24,20 @@ struct cpu_buf {
 	uint64_t sweep, prev_sweep;
 };
 
+/*
+ * A sweep of B that began at START is over (under the lock). Sweeps begin
+ * before they take the lock: one that began before the last one completed
+ * tells nothing new, and moving the times back would shorten the margin
+ * perf_take_stage counts on.
+ */
+static inline void cpu_swept(struct cpu_buf *b, uint64_t start)
+{
+	if (start <= b->sweep)
+		return;
+	b->prev_sweep = b->sweep;
+	b->sweep = start;
+}
+
 /* A drain thread: the ring buffers [first, first + nr) it sweeps, and its wait. */
 struct drainer {
 	struct perf_sampler *s;
@@ -138,8 +152,12 @@ int perf_open_and_map(struct perf_sampler *s, const int *cpus, char *err, size_t
 void perf_close_events(struct perf_sampler *s);
 
 /* perf_drain.c: records out of the ring buffers */
-/* One sweep of ring buffers [FIRST, FIRST + NR) into the stage, under the lock: a drain thread's; returns when it began. */
-uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr);
+/*
+ * One sweep of ring buffers [FIRST, FIRST + NR) into the stage, under the
+ * lock: a drain thread's; returns when it began, and the records it copied
+ * in *RECORDS (unless NULL).
+ */
+uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr, size_t *records);
 /* One sweep of every ring buffer: the reader's once the drain threads have stopped. */
 void perf_drain_all(struct perf_sampler *s);
 

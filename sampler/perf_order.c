@@ -8,6 +8,9 @@
 
 #include "base/base.h"
 
+/* A delivered chunk's buffer larger than this is freed, not kept as the stage's next */
+#define SPARE_MAX (1u << 20)
+
 /*
  * Moves what the stage holds into a chunk of the reader's own, and returns
  * the time up to which every record is in hand: the start of the sweep
@@ -16,14 +19,23 @@
  * margin keeps a fork record ahead of its child's first samples however
  * often the reader takes.
  */
-#define SPARE_MAX (1u << 20)
-
 uint64_t perf_take_stage(struct perf_sampler *s)
 {
-	uint64_t limit;
+	uint64_t limit, start = time_mono_ns();
 	size_t k;
 
 	pthread_mutex_lock(&s->lock);
+	/*
+	 * An empty buffer is swept here, as its drain thread would sweep it
+	 * (the lock keeps that thread out): an idle CPU's thread sleeps long.
+	 */
+	for (unsigned i = 0; i < s->nr_cpus; i++) {
+		struct cpu_buf *b = &s->cpus[i];
+		struct perf_event_mmap_page *mp = b->base;
+
+		if (mp && __atomic_load_n(&mp->data_head, __ATOMIC_ACQUIRE) == mp->data_tail)
+			cpu_swept(b, start);
+	}
 	if (s->stage.nr) {
 		for (k = 0; k < s->nr_chunks && s->chunks[k].buf; k++)
 			;
