@@ -126,6 +126,7 @@ static void user_frames(struct sym_session *ss, struct ss_last *last, uint64_t k
 			const uint64_t *pcs, uint32_t nr, uint32_t *out)
 {
 	uint32_t same = 0;
+	size_t alloc = last->alloc_pcs;
 
 	if (last->key == key)
 		while (same < nr && same < last->nr_pcs && pcs[nr - 1 - same] == last->pcs[last->nr_pcs - 1 - same])
@@ -135,7 +136,8 @@ static void user_frames(struct sym_session *ss, struct ss_last *last, uint64_t k
 	for (uint32_t i = 0; i < nr - same; i++)
 		out[i] = user_frame(ss, pr ? &pr->as : NULL, pcs[i]);
 	ALLOC_GROW(last->pcs, nr, last->alloc_pcs);
-	last->frames = xrealloc(last->frames, st_mult(last->alloc_pcs, sizeof(*last->frames)));
+	if (last->alloc_pcs != alloc)
+		last->frames = xrealloc(last->frames, st_mult(last->alloc_pcs, sizeof(*last->frames)));
 	memcpy(last->pcs, pcs, nr * sizeof(*pcs));
 	memcpy(last->frames, out, nr * sizeof(*out));
 	last->nr_pcs = nr;
