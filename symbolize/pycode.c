@@ -8,10 +8,13 @@
 #include "base/text.h"
 
 
+#define CODES_HOT 256
+
 struct py_codes {
 	struct py_code *codes;
 	size_t nr, alloc;
 	struct idx idx;                 /* hash of address -> codes[] */
+	uint32_t hot[CODES_HOT];        /* the same, direct-mapped in front of it (id + 1, 0 empty) */
 	char **strs;
 	size_t strs_nr, strs_alloc;
 	struct idx str_idx;             /* hash of bytes -> strs[] */
@@ -290,12 +293,17 @@ static enum py_status read_linetable(struct py_codes *c, const struct py_target 
 
 static struct py_code *cached(struct py_codes *c, uint64_t addr)
 {
+	uint64_t h = hash_u64(addr);
+	uint32_t *hot = &c->hot[h & (CODES_HOT - 1)], id = *hot - 1;
 	size_t pos = 0;
-	uint32_t id;
 
-	while ((id = idx_next(&c->idx, hash_u64(addr), &pos)) != IDX_NONE)
-		if (c->codes[id].addr == addr)
+	if (*hot && c->codes[id].addr == addr)
+		return &c->codes[id];
+	while ((id = idx_next(&c->idx, h, &pos)) != IDX_NONE)
+		if (c->codes[id].addr == addr) {
+			*hot = id + 1;
 			return &c->codes[id];
+		}
 	return NULL;
 }
 

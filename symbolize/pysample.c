@@ -46,6 +46,8 @@ struct pymemo {
 };
 
 /* One process incarnation. */
+#define MEMO_HOT 64
+
 struct pyproc {
 	int32_t pid;
 	bool dead;              /* exited or exec'd: a later sample looks again */
@@ -58,6 +60,7 @@ struct pyproc {
 	struct pymemo *memo;
 	size_t nr_memo, alloc_memo;
 	struct idx memo_idx;
+	uint32_t memo_hot[MEMO_HOT]; /* the same, direct-mapped in front of it (id + 1, 0 empty) */
 };
 
 struct pyfunc {
@@ -132,15 +135,20 @@ static uint32_t intern_func(struct sym_python *py, const char *qualname, const c
 static uint32_t func_of(struct sym_python *py, struct pyproc *pp, const struct py_frame *fr)
 {
 	uint64_t h = hash_combine(hash_u64(fr->code), (uintptr_t)fr->qualname);
+	uint32_t *hot = &pp->memo_hot[h & (MEMO_HOT - 1)], id = *hot - 1;
 	size_t pos = 0;
-	uint32_t id;
 	struct pymemo *m;
 
+	if (*hot && (m = &pp->memo[id])->code == fr->code && m->qualname == fr->qualname &&
+	    m->filename == fr->filename && m->firstlineno == fr->firstlineno)
+		return m->func;
 	while ((id = idx_next(&pp->memo_idx, h, &pos)) != IDX_NONE) {
 		m = &pp->memo[id];
 		if (m->code == fr->code && m->qualname == fr->qualname && m->filename == fr->filename &&
-		    m->firstlineno == fr->firstlineno)
+		    m->firstlineno == fr->firstlineno) {
+			*hot = id + 1;
 			return m->func;
+		}
 	}
 	ALLOC_GROW(pp->memo, pp->nr_memo + 1, pp->alloc_memo);
 	id = (uint32_t)pp->nr_memo++;
@@ -148,6 +156,7 @@ static uint32_t func_of(struct sym_python *py, struct pyproc *pp, const struct p
 	*m = (struct pymemo){ fr->code, fr->qualname, fr->filename, fr->firstlineno,
 			      intern_func(py, fr->qualname, fr->filename, fr->firstlineno) };
 	idx_insert(&pp->memo_idx, h, id);
+	*hot = id + 1;
 	return m->func;
 }
 
@@ -320,6 +329,7 @@ static void release(struct pyproc *pp)
 	pp->memo = NULL;
 	pp->nr_memo = pp->alloc_memo = 0;
 	idx_release(&pp->memo_idx);
+	memset(pp->memo_hot, 0, sizeof(pp->memo_hot));
 }
 
 /* ---- the hook ---- */
