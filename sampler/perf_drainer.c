@@ -161,8 +161,10 @@ static void *drainer_main(void *arg)
 			continue;
 		}
 		now = perf_drain_range(s, d->first, d->nr, &records);
-		if (s->opts.hook_each_sample)
-			period = records ? DRAIN_PERIOD_MS : period * 2 < DRAIN_IDLE_MAX_MS ? period * 2 : DRAIN_IDLE_MAX_MS;
+		if (s->opts.hook_each_sample && records)
+			period = DRAIN_PERIOD_MS;
+		else if (s->opts.hook_each_sample)
+			period = period * 2 < DRAIN_IDLE_MAX_MS ? period * 2 : DRAIN_IDLE_MAX_MS;
 		if (!eager && hook_eager(s)) {
 			eager = true;
 			/* the events wake us for each sample already: no timer needed */

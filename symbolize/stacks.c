@@ -122,14 +122,15 @@ static void code_at(void *arg, uint64_t pc, struct sym_code *out)
  * addresses in the same maps, which KEY says), the rest looked up. LAST
  * then holds these.
  */
-static void user_frames(struct sym_session *ss, struct ss_last *last, uint64_t key, const struct proc *pr,
-			const uint64_t *pcs, uint32_t nr, uint32_t *out)
+static void user_frames(struct sym_session *ss, struct ss_last *last, uint64_t key,
+			const struct proc *pr, const uint64_t *pcs, uint32_t nr, uint32_t *out)
 {
 	uint32_t same = 0;
 	size_t alloc = last->alloc_pcs;
 
 	if (last->key == key)
-		while (same < nr && same < last->nr_pcs && pcs[nr - 1 - same] == last->pcs[last->nr_pcs - 1 - same])
+		while (same < nr && same < last->nr_pcs &&
+		       pcs[nr - 1 - same] == last->pcs[last->nr_pcs - 1 - same])
 			same++;
 	for (uint32_t i = nr - same; i < nr; i++)
 		out[i] = last->frames[last->nr_pcs - (nr - i)];
@@ -138,8 +139,10 @@ static void user_frames(struct sym_session *ss, struct ss_last *last, uint64_t k
 	ALLOC_GROW(last->pcs, nr, last->alloc_pcs);
 	if (last->alloc_pcs != alloc)
 		last->frames = xrealloc(last->frames, st_mult(last->alloc_pcs, sizeof(*last->frames)));
-	memcpy(last->pcs, pcs, nr * sizeof(*pcs));
-	memcpy(last->frames, out, nr * sizeof(*out));
+	if (nr) {
+		memcpy(last->pcs, pcs, nr * sizeof(*pcs));
+		memcpy(last->frames, out, nr * sizeof(*out));
+	}
 	last->nr_pcs = nr;
 	last->key = key;
 }
@@ -177,8 +180,8 @@ static uint32_t module_at(const struct proc *pr, uint64_t addr)
 }
 
 /* PROFTOOL_DEBUG_UNWIND: the walk that took TOOK frames from its memo, against one without. */
-static void check_memo(struct sym_session *ss, struct code_arg *ca, const struct sampler_rec *r, size_t took,
-		       uint32_t nr, enum sym_stop stop, uint32_t stop_module, uint32_t scanned)
+static void check_memo(struct sym_session *ss, struct code_arg *ca, const struct sampler_rec *r,
+		       size_t took, uint32_t nr, enum sym_stop stop, uint32_t stop_module, uint32_t scanned)
 {
 	enum sym_stop stop2;
 	uint32_t stop_module2, scanned2, nr2;

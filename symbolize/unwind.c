@@ -290,9 +290,12 @@ static void memo_keep(struct walk *w, bool scans_untouched, bool ended)
 			m->rec[m->nr_rec].n = m->f[j].n - h->n + (uint32_t)w->hit_n;
 			m->rec[m->nr_rec++].log = m->f[j].log - h->log + (uint32_t)m->nr_rec_log;
 		}
-		ALLOC_GROW(m->rec_log, m->nr_rec_log + (m->nr_log - h->log), m->alloc_rec_log);
-		memcpy(m->rec_log + m->nr_rec_log, m->log + h->log, (m->nr_log - h->log) * sizeof(*m->log));
-		m->nr_rec_log += m->nr_log - h->log;
+		if (m->nr_log > h->log) {
+			ALLOC_GROW(m->rec_log, m->nr_rec_log + (m->nr_log - h->log), m->alloc_rec_log);
+			memcpy(m->rec_log + m->nr_rec_log, m->log + h->log,
+			       (m->nr_log - h->log) * sizeof(*m->log));
+			m->nr_rec_log += m->nr_log - h->log;
+		}
 	}
 	SWAP(m->f, m->rec);
 	SWAP(m->alloc, m->alloc_rec);
@@ -303,7 +306,8 @@ static void memo_keep(struct walk *w, bool scans_untouched, bool ended)
 	m->nr_log = m->nr_rec_log;
 	m->nr_rec_log = 0;
 	ALLOC_GROW(m->pcs, (size_t)w->n, m->alloc_pcs);
-	memcpy(m->pcs, w->pcs, (size_t)w->n * sizeof(*m->pcs));
+	if (w->n)
+		memcpy(m->pcs, w->pcs, (size_t)w->n * sizeof(*m->pcs));
 	m->nr_pcs = (size_t)w->n;
 	m->ended = ended;
 	m->failed = w->failed;
