@@ -227,13 +227,16 @@ pyview() {
 	cat times.txt
 	share() { awk -v p="$1" '$1 == p { x = $2 } $1 == "total" { t = $2 } END { printf "%.1f\n", 100 * x / t }' times.txt; }
 	# the interpreter's own functions (their module is the interpreter's file) and the
-	# Python functions, by the names the folded stacks give them
+	# Python functions, by the names the folded stacks give them; a name that an extension
+	# module has too (Py_INCREF, inlined from Python.h into _csv's dialect_new) is not the
+	# interpreter's by its name alone
 	"$PROFTOOL" report --format json --frames all pv.data | python3 -c 'import json, re, sys
 r = json.load(sys.stdin)
 py = [p["interpreter"].rsplit("/", 1)[-1] for p in r["meta"]["python"]]
+other = {f["name"] for f in r["functions"] if f["module"] not in py and f["module"] != "[python]"}
 with open("interp.txt", "w") as i, open("pynames.txt", "w") as p:
     for f in r["functions"]:
-        if f["module"] in py:
+        if f["module"] in py and f["name"] not in other:
             i.write(f["name"] + "\n")
         elif f["module"] == "[python]":
             p.write(f["name"] + "\n")'
