@@ -532,12 +532,14 @@ C
 		echo "$*: $line"
 		read -r n took differed <<<"$(sed -E 's/.* ([0-9]+) unwinds, ([0-9]+) took .*; ([0-9]+) differed.*/\1 \2 \3/' <<<"$line")"
 		[ "$differed" -eq 0 ]
-		# the memo is used: MIN percent of the walks took callers from it
+		# the memo is used: MIN percent of the walks took callers from it. How often a
+		# thread's new sample shares callers with its last one depends on how the scheduler
+		# interleaves the threads: 75 % on threads under CI's load, 99 % alone
 		at_least "$((100 * took / n))" "$min"
 	}
-	check 80 "$WORKLOADS_NOFP/threads" 0.4
-	check 80 "$WORKLOADS_NOFP/recurse" 0.4
+	check 50 "$WORKLOADS_NOFP/threads" 0.4
+	check 50 "$WORKLOADS_NOFP/recurse" 0.4
 	check 30 "$WORKLOADS_NOFP/nocfi" jit 0.5
 	check 50 ./sig
-	check 80 "$PYTHON3" "$BATS_TEST_DIRNAME/workloads/py/split.py" 1
+	check 50 "$PYTHON3" "$BATS_TEST_DIRNAME/workloads/py/split.py" 1
 }

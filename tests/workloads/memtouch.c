@@ -5,7 +5,8 @@
  * time, then hold_memory keeps it all resident while it computes for
  * 0.5 s (SCALE), so that readings a few times a second see the peak. With
  * "fork", a child named memchild then touches B MiB of its own the same
- * way. Prints "maxrss KIB" (getrusage's ru_maxrss of this process) last.
+ * way. Prints "maxrss KIB" and "minflt N" (getrusage's ru_maxrss and
+ * ru_minflt of this process: its peak resident memory and its page faults).
  * Usage: memtouch [A B [SCALE [fork]]]
  */
 #include <stdbool.h>
@@ -81,6 +82,6 @@ int main(int argc, char **argv)
 	}
 	sink += (uint64_t)ma[0] + (uint64_t)mb[0];
 	getrusage(RUSAGE_SELF, &ru);
-	printf("maxrss %ld\n", ru.ru_maxrss);
+	printf("maxrss %ld\nminflt %ld\n", ru.ru_maxrss, ru.ru_minflt);
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
 }
