@@ -5,15 +5,13 @@
  */
 #include "internal.h"
 
-#include <errno.h>
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "base/base.h"
 #include "base/text.h"
 #include "model.h"
+#include "protobuf.h"
 
 /* Field numbers of profile.proto, by message. */
 enum {
@@ -63,197 +61,6 @@ enum {
 	PB_FUNCTION_FILENAME = 4,
 	PB_FUNCTION_START_LINE = 5,
 };
-
-enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
-
-/* ---- the protobuf encoder ---- */
-
-/* One message being encoded; reused (len = 0) from message to message. */
-struct pb {
-	uint8_t *b;
-	size_t len, alloc;
-};
-
-/* Encodes V as a varint into BUF (10 bytes at most); returns its length. */
-static size_t varint(uint8_t *buf, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		buf[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	buf[n++] = (uint8_t)v;
-	return n;
-}
-
-static void pb_raw(struct pb *m, const void *data, size_t n)
-{
-	if (!n)
-		return;
-	ALLOC_GROW(m->b, m->len + n, m->alloc);
-	memcpy(m->b + m->len, data, n);
-	m->len += n;
-}
-
-static void pb_varint(struct pb *m, uint64_t v)
-{
-	uint8_t buf[10];
-
-	pb_raw(m, buf, varint(buf, v));
-}
-
-static void pb_key(struct pb *m, uint32_t field, unsigned wire)
-{
-	pb_varint(m, (uint64_t)field << 3 | wire);
-}
-
-/*
- * An integer field (int64, uint64 or bool; ours are never negative). proto3
- * leaves out fields at their default, zero, and readers take absence as zero.
- */
-static void pb_int(struct pb *m, uint32_t field, uint64_t v)
-{
-	if (!v)
-		return;
-	pb_key(m, field, WIRE_VARINT);
-	pb_varint(m, v);
-}
-
-static void pb_bytes(struct pb *m, uint32_t field, const void *data, size_t n)
-{
-	pb_key(m, field, WIRE_LEN);
-	pb_varint(m, n);
-	pb_raw(m, data, n);
-}
-
-static void pb_msg(struct pb *m, uint32_t field, const struct pb *sub)
-{
-	pb_bytes(m, field, sub->b, sub->len);
-}
-
-/* A packed repeated integer field: one key and length, then the varints back to back. */
-static void pb_packed(struct pb *m, uint32_t field, const uint64_t *v, size_t n)
-{
-	uint8_t buf[10];
-	size_t len = 0;
-
-	if (!n)
-		return;
-	for (size_t i = 0; i < n; i++)
-		len += varint(buf, v[i]);
-	pb_key(m, field, WIRE_LEN);
-	pb_varint(m, len);
-	for (size_t i = 0; i < n; i++)
-		pb_varint(m, v[i]);
-}
-
-/* ---- the gzip stream ---- */
-
-/*
- * Top-level fields are encoded one at a time and deflated straight to the
- * file, so only the largest single message is ever held in memory.
- */
-struct gz {
-	z_stream zs;
-	gz_header head;         /* must outlive the first deflate() call */
-	FILE *out;
-	int err;                /* the first error, a negative errno; 0 so far */
-	uint8_t buf[1 << 16];
-};
-
-static int gz_open(struct gz *z, FILE *out)
-{
-	int ret;
-
-	memset(z, 0, sizeof(*z));
-	z->out = out;
-	/* windowBits 15 + 16 asks for a gzip wrapper */
-	ret = deflateInit2(&z->zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-	if (ret != Z_OK)
-		return ret == Z_MEM_ERROR ? -ENOMEM : -EINVAL;
-	/* mtime 0 and no file name: the same profile gives the same bytes */
-	z->head.time = 0;
-	z->head.os = 3;	/* Unix, as gzip(1) writes */
-	if (deflateSetHeader(&z->zs, &z->head) != Z_OK) {
-		deflateEnd(&z->zs);
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* Runs deflate over the pending input with FLUSH, writing whatever it produces. */
-static void gz_deflate(struct gz *z, int flush)
-{
-	int ret;
-
-	do {
-		size_t n;
-
-		z->zs.next_out = z->buf;
-		z->zs.avail_out = sizeof(z->buf);
-		ret = deflate(&z->zs, flush);
-		if (ret == Z_STREAM_ERROR) {
-			z->err = -EINVAL;
-			return;
-		}
-		n = sizeof(z->buf) - z->zs.avail_out;
-		if (n && fwrite(z->buf, 1, n, z->out) != n) {
-			z->err = -EIO;
-			return;
-		}
-	} while (z->zs.avail_out == 0 || (flush == Z_FINISH && ret != Z_STREAM_END));
-}
-
-static void gz_put(struct gz *z, const void *data, size_t n)
-{
-	const uint8_t *p = data;
-
-	/* avail_in is an unsigned int: feed huge messages in pieces */
-	while (n && !z->err) {
-		size_t chunk = n < (1u << 30) ? n : (1u << 30);
-
-		z->zs.next_in = (Bytef *)p;
-		z->zs.avail_in = (uInt)chunk;
-		gz_deflate(z, Z_NO_FLUSH);
-		p += chunk;
-		n -= chunk;
-	}
-}
-
-/* Writes MSG as top-level field FIELD of the Profile, and empties it for the next one. */
-static void gz_field(struct gz *z, uint32_t field, struct pb *msg)
-{
-	uint8_t head[20];
-	size_t n = varint(head, (uint64_t)field << 3 | WIRE_LEN);
-
-	n += varint(head + n, msg->len);
-	gz_put(z, head, n);
-	gz_put(z, msg->b, msg->len);
-	msg->len = 0;
-}
-
-/* Writes integer field FIELD of the Profile (left out when zero, as in pb_int). */
-static void gz_int(struct gz *z, uint32_t field, uint64_t v)
-{
-	uint8_t buf[20];
-	size_t n;
-
-	if (!v)
-		return;
-	n = varint(buf, (uint64_t)field << 3 | WIRE_VARINT);
-	n += varint(buf + n, v);
-	gz_put(z, buf, n);
-}
-
-/* Ends the stream; returns the first error or 0. */
-static int gz_close(struct gz *z)
-{
-	if (!z->err)
-		gz_deflate(z, Z_FINISH);
-	deflateEnd(&z->zs);
-	return z->err;
-}
 
 /* ---- the tables ---- */
 
@@ -421,11 +228,11 @@ static void number_tables(struct pprof *pp)
 
 /* ---- writing ---- */
 
-static void put_value_type(struct gz *z, struct pb *m, uint32_t field, uint32_t type, uint32_t unit)
+static void put_value_type(struct pb_gz *z, struct pb *m, uint32_t field, uint32_t type, uint32_t unit)
 {
 	pb_int(m, PB_VALUE_TYPE_TYPE, type);
 	pb_int(m, PB_VALUE_TYPE_UNIT, unit);
-	gz_field(z, field, m);
+	pb_gz_field(z, field, m);
 }
 
 static void put_label(struct pb *m, struct pb *sub, uint32_t key, uint32_t str, int64_t num)
@@ -451,7 +258,7 @@ static const char *leaf_module(const struct profile *p, uint32_t stack)
 	return report_func_module(&p->funcs[p->locs[p->stacks[stack].loc].func]);
 }
 
-static void put_samples(struct pprof *pp, struct gz *z, struct pb *m, struct pb *sub)
+static void put_samples(struct pprof *pp, struct pb_gz *z, struct pb *m, struct pb *sub)
 {
 	const struct profile *p = pp->p;
 	uint32_t k_thread = intern(pp, "thread"), k_pid = intern(pp, "pid"), k_tid = intern(pp, "tid");
@@ -492,12 +299,12 @@ static void put_samples(struct pprof *pp, struct gz *z, struct pb *m, struct pb 
 			put_label(m, sub, k_region, intern(pp, pp->region_path[a->region]), 0);
 			put_label(m, sub, k_region_name, intern(pp, pp->region_name[a->region]), 0);
 		}
-		gz_field(z, PB_PROFILE_SAMPLE, m);
+		pb_gz_field(z, PB_PROFILE_SAMPLE, m);
 	}
 	free(ids);
 }
 
-static void put_mappings(struct pprof *pp, struct gz *z, struct pb *m)
+static void put_mappings(struct pprof *pp, struct pb_gz *z, struct pb *m)
 {
 	for (size_t i = 0; i < pp->nr_maps; i++) {
 		const struct mapping *mp = &pp->maps[i];
@@ -510,12 +317,12 @@ static void put_mappings(struct pprof *pp, struct gz *z, struct pb *m)
 		pb_int(m, PB_MAPPING_HAS_FUNCTIONS, 1);
 		pb_int(m, PB_MAPPING_HAS_FILENAMES, mp->has_filenames);
 		pb_int(m, PB_MAPPING_HAS_LINE_NUMBERS, mp->has_line_numbers);
-		gz_field(z, PB_PROFILE_MAPPING, m);
+		pb_gz_field(z, PB_PROFILE_MAPPING, m);
 	}
 }
 
 /* Inline frames are stack nodes of their own already, so each Location has one Line. */
-static void put_locations(struct pprof *pp, struct gz *z, struct pb *m, struct pb *sub)
+static void put_locations(struct pprof *pp, struct pb_gz *z, struct pb *m, struct pb *sub)
 {
 	const struct profile *p = pp->p;
 
@@ -529,11 +336,11 @@ static void put_locations(struct pprof *pp, struct gz *z, struct pb *m, struct p
 		pb_int(sub, PB_LINE_LINE, p->locs[l].line);
 		pb_msg(m, PB_LOCATION_LINE, sub);
 		sub->len = 0;
-		gz_field(z, PB_PROFILE_LOCATION, m);
+		pb_gz_field(z, PB_PROFILE_LOCATION, m);
 	}
 }
 
-static void put_functions(struct pprof *pp, struct gz *z, struct pb *m)
+static void put_functions(struct pprof *pp, struct pb_gz *z, struct pb *m)
 {
 	const struct profile *p = pp->p;
 
@@ -548,7 +355,7 @@ static void put_functions(struct pprof *pp, struct gz *z, struct pb *m)
 		pb_int(m, PB_FUNCTION_SYSTEM_NAME, intern(pp, fn->name));
 		pb_int(m, PB_FUNCTION_FILENAME, intern(pp, fn->file ? fn->file : ""));
 		pb_int(m, PB_FUNCTION_START_LINE, fn->line);
-		gz_field(z, PB_PROFILE_FUNCTION, m);
+		pb_gz_field(z, PB_PROFILE_FUNCTION, m);
 	}
 }
 
@@ -619,7 +426,7 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 	struct pprof pp = { .p = p };
 	struct pb m = { 0 }, sub = { 0 };
 	uint32_t s_samples, s_count, s_time, s_ns, s_command = 0;
-	struct gz *z = xmalloc(sizeof(*z));	/* 64 KiB of buffer: not on the stack */
+	struct pb_gz *z = xmalloc(sizeof(*z));	/* 64 KiB of buffer: not on the stack */
 	int ret;
 
 	intern(&pp, "");
@@ -658,7 +465,7 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 	if (meta->command)
 		s_command = intern(&pp, meta->command);
 
-	ret = gz_open(z, out);
+	ret = pb_gz_open(z, out);
 	if (ret < 0)
 		goto out;
 	put_value_type(z, &m, PB_PROFILE_SAMPLE_TYPE, s_samples, s_count);
@@ -674,22 +481,22 @@ int report_write_pprof(FILE *out, const struct profile *p, const bool *keep)
 
 		pb_bytes(&m, PB_PROFILE_STRING_TABLE, s, strlen(s));
 		free(clean);
-		gz_put(z, m.b, m.len);
+		pb_gz_put(z, m.b, m.len);
 		m.len = 0;
 	}
-	gz_int(z, PB_PROFILE_TIME_NANOS, meta->start_real_ns);
-	gz_int(z, PB_PROFILE_DURATION_NANOS, meta->duration_ns);
+	pb_gz_int(z, PB_PROFILE_TIME_NANOS, meta->start_real_ns);
+	pb_gz_int(z, PB_PROFILE_DURATION_NANOS, meta->duration_ns);
 	put_value_type(z, &m, PB_PROFILE_PERIOD_TYPE, s_time, s_ns);
-	gz_int(z, PB_PROFILE_PERIOD, meta->period_ns);
+	pb_gz_int(z, PB_PROFILE_PERIOD, meta->period_ns);
 	if (s_command) {
 		uint64_t c = s_command;
 
 		pb_packed(&m, PB_PROFILE_COMMENT, &c, 1);
-		gz_put(z, m.b, m.len);
+		pb_gz_put(z, m.b, m.len);
 		m.len = 0;
 	}
-	gz_int(z, PB_PROFILE_DEFAULT_SAMPLE_TYPE, s_time);
-	ret = gz_close(z);
+	pb_gz_int(z, PB_PROFILE_DEFAULT_SAMPLE_TYPE, s_time);
+	ret = pb_gz_close(z);
 out:
 	free(z);
 	free(m.b);
