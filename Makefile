@@ -54,7 +54,7 @@ BATS      ?= bats
 TESTS     ?= tests/*.bats
 export LC_ALL := C
 
-.PHONY: all deps deps-check consumers check unit bats leaks lint lint-symbols asan demo bench longrun clean fuzz \
+.PHONY: all deps deps-check consumers check unit bats leaks lint lint-symbols asan tsan tsan-run demo bench longrun clean fuzz \
 	install uninstall
 .DELETE_ON_ERROR:
 
@@ -117,7 +117,7 @@ $(O)/workloads/%: tests/workloads/dnnl/%.c
 	$(CC) $(WL_CFLAGS) -o $@ $< -ldnnl
 
 # tools that use the library (the rule below builds self-contained ones)
-$(O)/tests/tools/pystack: tests/tools/pystack.c $(O)/libproftool.a
+$(O)/tests/tools/pystack $(O)/tests/tools/capturecheck: $(O)/tests/tools/%: tests/tools/%.c $(O)/libproftool.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(WARNINGS) $(CFLAGS) $(SANITIZE) -o $@ $< $(O)/libproftool.a $(LDLIBS)
 
@@ -179,6 +179,15 @@ check: deps-check
 asan: deps-check
 	$(MAKE) check O=build-asan CFLAGS="-O1 -g" \
 		SANITIZE="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+
+# ThreadSanitizer over the recordings where proftool's threads work side by side
+# (tests/tsan), built in build-tsan/; CI runs it
+tsan: deps-check
+	$(MAKE) tsan-run O=build-tsan CFLAGS="-O1 -g" SANITIZE="-fsanitize=thread"
+
+tsan-run: all $(WL_BINS)
+	TSAN_OPTIONS="halt_on_error=1 exitcode=66" PROFTOOL=$(abspath $(O)/proftool) \
+		WORKLOADS=$(abspath $(O)/workloads) $(BATS) --tap tests/tsan/*.bats
 
 demo: deps
 	$(MAKE) all $(O)/workloads/train
@@ -272,7 +281,7 @@ endif
 # ---- end of install ----------------------------------------------------------
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-tsan
 
 -include $(LIB_OBJS:.o=.d) $(CMD_OBJS:.o=.d) $(UNIT_BINS:=.d)
 

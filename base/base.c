@@ -326,11 +326,9 @@ uint64_t time_real_ns(void)
 
 bool proc_statm_parse(const char *buf, uint64_t *rss, uint64_t *anon)
 {
-	static long page;
+	long page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
 	unsigned long long size, resident, shared;
 
-	if (!page)
-		page = sysconf(_SC_PAGESIZE) > 0 ? sysconf(_SC_PAGESIZE) : 4096;
 	if (sscanf(buf, "%llu %llu %llu", &size, &resident, &shared) != 3 || !resident)
 		return false;
 	*rss = resident * (uint64_t)page;

@@ -72,6 +72,7 @@ measure() {
 	case $var in
 	default) rec=("$PT" record -q -F "$FREQ" -o "$d/out.data" --) ;;
 	python-off) rec=("$PT" record -q -F "$FREQ" --python off -o "$d/out.data" --) ;;
+	capture) rec=("$PT" record -q -F "$FREQ" --python-capture auto -o "$d/out.data" --) ;;
 	fp) rec=("$PT" record -q -F "$FREQ" -g fp -o "$d/out.data" --) ;;
 	perf) rec=("${PERF[@]}" record -q -e cpu-clock -F "$FREQ" -g -o "$d/out.data" --) ;;
 	bare) rec=() ;;
@@ -113,16 +114,24 @@ num() { awk -v a="$1" -v f="$2" 'BEGIN { printf f "\n", a }'; }
 MISSES=()
 note_result() { [ "$1" != MISS ] || MISSES+=("$2"); }
 
-# per_sample JOB VARIANT: microseconds of the profiler's CPU per extra sample, for each run
-# pair (short i, long i), median taken
-per_sample() {
+# pair_costs JOB VARIANT: microseconds of the profiler's CPU per extra sample, one line for
+# each run pair (short i, long i)
+pair_costs() {
 	local i s l
 	for ((i = 1; i <= RUNS; i++)); do
 		s=$T/runs/$1/$2/$SHORT/$i l=$T/runs/$1/$2/$LONG/$i
 		awk -v cs="$(own_cpu "$s")" -v cl="$(own_cpu "$l")" -v ns="$(cat "$s/samples")" -v nl="$(cat "$l/samples")" \
 			'BEGIN { if (nl > ns) print (cl - cs) / (nl - ns) * 1e6; else print "nan" }'
-	done | med
+	done
 }
+# per_sample JOB VARIANT: the median of the pairs' figures
+per_sample() { pair_costs "$@" | med; }
+# spread FORMAT: "lowest..highest" of the numbers on stdin (a pair without a figure left out),
+# each with printf format FORMAT
+spread() { grep -v nan | sort -g | awk -v f="$1" 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR) printf f ".." f "\n", lo, hi }'; }
+# NEGATIVE: pairs whose long run cost the profiler less CPU than its short run: the
+# machine's speed moved within the round, and no figure of this run is to be read alone
+NEGATIVE=()
 nsamples() { local i; for ((i = 1; i <= RUNS; i++)); do cat "$T/runs/$1/$2/$3/$i/samples"; done | med; }
 # target_cpus JOB VARIANT: the target's own user+sys in each long run, seconds
 target_cpus() { local i; for ((i = 1; i <= RUNS; i++)); do awk '{ printf "%.6f\n", $2 + $3 }' "$T/runs/$1/$2/$LONG/$i/inner"; done; }
@@ -131,11 +140,11 @@ target_cpu() { target_cpus "$@" | med; }
 target_spread() { target_cpus "$@" | sort -g | awk -v m="$(target_cpu "$@")" '{ a[NR] = $1 } END { printf "%.4f\n", (m > 0 ? (a[NR] - a[1]) / m : 0) }'; }
 
 # ---------------------------------------------------------------- running
-CASES=("c default" "c python-off" "py default" "py python-off")
+CASES=("c default" "c python-off" "py default" "py capture" "py python-off")
 [ "${#PERF[@]}" = 0 ] || CASES+=("c perf" "c fp" "py perf")
 # the Python job unprofiled: what the target's own CPU is without a profiler
 CASES+=("py bare")
-[ "$TORCH" = 0 ] || CASES+=("torch default" "torch python-off")
+[ "$TORCH" = 0 ] || CASES+=("torch default" "torch capture" "torch python-off")
 progress "$RUNS rounds of ${#CASES[@]} cases, each run for $SHORT s and $LONG s, -F $FREQ"
 # rounds: every case in turn, short and long, so that the machine's drift hits all alike
 for ((i = 1; i <= RUNS; i++)); do
@@ -186,14 +195,19 @@ fi
 # A lower bound of what staleness would be on slower-changing jobs, and the bench's
 # measure of it: median of BENCH_RUNS recordings.
 progress "staleness: Python stacks at odds with their native ones, callback.py"
-STALE=()
+STALE=() CAPTURED=()
 for ((i = 0; i < RUNS; i++)); do
 	d=$T/stale.$i
 	mkdir -p "$d"
 	PROFTOOL_DEBUG_PYTHON=1 "$PT" record -q -F "$FREQ" -o "$d/out.data" -- \
 		"$PY" "$ROOT/tests/workloads/py/callback.py" 2 >/dev/null 2>"$d/stderr" || true
+	# and with captures: how many stacks came whole from the copy, how many were at odds
+	PROFTOOL_DEBUG_PYTHON=1 "$PT" record -q -F "$FREQ" --python-capture auto -o "$d/cap.data" -- \
+		"$PY" "$ROOT/tests/workloads/py/callback.py" 2 >/dev/null 2>"$d/cap.stderr" || true
 	n=$(samples default "$d/out.data" 2>/dev/null || echo 0)
 	m=$(sed -n 's/.* \([0-9][0-9]*\) paired by position.*/\1/p' "$d/stderr" | tail -1)
+	# how many of its stacks came whole from what was captured at the sample (BPF, root)
+	CAPTURED+=("$(sed -n 's/.*debug: \([0-9][0-9]*\) Python stacks read.* \([0-9][0-9]*\) paired by position; \([0-9][0-9]*\) from what was captured.*/\3 \1 \2/p' "$d/cap.stderr" | tail -1)")
 	[ -n "$m" ] && [ "${n:-0}" -gt 0 ] && STALE+=("$(awk -v m="$m" -v n="$n" 'BEGIN { printf "%.2f", 100 * m / n }')")
 done
 
@@ -221,20 +235,23 @@ done
 
 # ---------------------------------------------------------------- the table
 TABLE=$T/table
-fmt() { printf '%-34s %-26s %17s %10s  %-26s %s\n' "$@" >>"$TABLE"; }
+fmt() { printf '%-34s %-26s %17s %10s %13s  %-26s %s\n' "$@" >>"$TABLE"; }
 section() { printf '%s\n' "$*" >>"$TABLE"; }
 {
 	printf 'profiler CPU per sample: (user+sys of record, less the target'"'"'s, in a %s s run - in a %s s run)\n' "$LONG" "$SHORT"
 	printf '/ (samples in the %s s run - in the %s s run); median of %d pairs; -F %d, call graph defaults\n' \
 		"$LONG" "$SHORT" "$RUNS" "$FREQ"
-	printf '(proftool: -g dwarf; perf: -g, frame pointers)\n\n'
+	printf '(proftool: -g dwarf; perf: -g, frame pointers); pairs: the lowest..highest of the pairs'"'"' figures\n\n'
 } >"$TABLE"
-fmt "job" "option" "samples ${SHORT}s/${LONG}s" "us/sample" "target" "result"
-fmt "---" "------" "----------------" "---------" "------" "------"
+fmt "job" "option" "samples ${SHORT}s/${LONG}s" "us/sample" "pairs" "target" "result"
+fmt "---" "------" "----------------" "---------" "-----" "------" "------"
 row() {   # row JOB VARIANT LABEL OPTION
 	local n
 	n="$(num "$(nsamples "$1" "$2" "$SHORT")" %.0f)/$(num "$(nsamples "$1" "$2" "$LONG")" %.0f)"
-	fmt "$3" "$4" "$n" "$(num "$(per_sample "$1" "$2")" %.1f)" "" ""
+	fmt "$3" "$4" "$n" "$(num "$(per_sample "$1" "$2")" %.1f)" "$(pair_costs "$1" "$2" | spread %.1f)" "" ""
+	if pair_costs "$1" "$2" | awk '$1 + 0 <= 0 || $1 == "nan" { bad = 1 } END { exit !bad }'; then
+		NEGATIVE+=("$3, $4")
+	fi
 }
 C_LABEL="C, 4 threads (benchload spin)"
 PY_LABEL="Python, 6 frames (pyspin.py)"
@@ -245,34 +262,36 @@ if [ "${#PERF[@]}" != 0 ]; then
 	row c perf "$C_LABEL" "perf record -g"
 fi
 row py default "$PY_LABEL" "default (--python auto)"
+row py capture "$PY_LABEL" "--python-capture auto"
 row py python-off "$PY_LABEL" "--python off"
 if [ "$TORCH" = 1 ]; then
 	row torch default "PyTorch, 8 workers (torchjob.py)" "default (--python auto)"
+	row torch capture "PyTorch, 8 workers (torchjob.py)" "--python-capture auto"
 	row torch python-off "PyTorch, 8 workers (torchjob.py)" "--python off"
 else
-	fmt "PyTorch (torchjob.py)" "skipped: $PY cannot import torch" "" "" "" ""
+	fmt "PyTorch (torchjob.py)" "skipped: $PY cannot import torch" "" "" "" "" ""
 fi
 
 section ""
 section "targets"
 pc=$(per_sample py default); cc=$(per_sample c default)
 res=$(result le "$pc" 10)
-fmt "Python job, default" "us per sample" "" "$(num "$pc" %.1f)" "<= 10 us" "$res"
+fmt "Python job, default" "us per sample" "" "$(num "$pc" %.1f)" "" "<= 10 us" "$res"
 note_result "$res" "Python job: $(num "$pc" %.1f) us of proftool's CPU per sample (target 10)"
 # (in awk's printf, a bare '>' would redirect: comparisons go in parentheses)
 ratio=$(awk -v a="$pc" -v b="$cc" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 res=$(result le "$ratio" 2.5)
-fmt "Python job / C job, default" "ratio" "" "${ratio}x" "<= 2.5x" "$res"
+fmt "Python job / C job, default" "ratio" "" "${ratio}x" "" "<= 2.5x" "$res"
 note_result "$res" "Python job: ${ratio}x the C job's CPU per sample (target 2.5x)"
 if [ "${#PERF[@]}" != 0 ]; then
 	# like for like: perf -g walks frame pointers in the kernel, as proftool -g fp does;
 	# proftool's default (-g dwarf) copies and unwinds 32 KiB of stack per sample
 	qc=$(per_sample c perf) fc=$(per_sample c fp)
 	res=$(result le "$fc" "$qc")
-	fmt "C job, -g fp, against perf -g" "proftool - perf, us" "" "$(awk -v a="$fc" -v b="$qc" 'BEGIN { printf "%+.1f", a - b }')" "<= perf ($(num "$qc" %.1f) us)" "$res"
+	fmt "C job, -g fp, against perf -g" "proftool - perf, us" "" "$(awk -v a="$fc" -v b="$qc" 'BEGIN { printf "%+.1f", a - b }')" "" "<= perf ($(num "$qc" %.1f) us)" "$res"
 	note_result "$res" "C job: proftool -g fp $(num "$fc" %.1f) us per sample, perf record -g $(num "$qc" %.1f)"
 else
-	fmt "C job, -g fp, against perf -g" "skipped: perf is missing" "" "" "<= perf" ""
+	fmt "C job, -g fp, against perf -g" "skipped: perf is missing" "" "" "" "<= perf" ""
 fi
 
 # the target's own slowdown: its CPU for the same work, profiled against bare; proftool's
@@ -286,10 +305,10 @@ if [ "${#PERF[@]}" != 0 ]; then
 	if [ "$res" = MISS ] && awk -v a="$dc" -v b="$qc" -v c="$bc" -v s="$(target_spread py bare)" 'BEGIN { exit !((a - b) / c < s) }'; then
 		res="MISS (within noise)"
 	fi
-	fmt "Python job, target's own CPU" "proftool, perf -g, vs bare" "" "$(slow "$dc")" "<= perf ($(slow "$qc"))" "$res"
+	fmt "Python job, target's own CPU" "proftool, perf -g, vs bare" "" "$(slow "$dc")" "" "<= perf ($(slow "$qc"))" "$res"
 	[ "$res" != MISS ] || MISSES+=("Python job: the target's CPU $(slow "$dc") profiled by proftool, $(slow "$qc") by perf -g")
 else
-	fmt "Python job, target's own CPU" "proftool vs bare" "" "$(slow "$dc")" "<= perf" "skipped: no perf"
+	fmt "Python job, target's own CPU" "proftool vs bare" "" "$(slow "$dc")" "" "<= perf" "skipped: no perf"
 fi
 # stale_row LABEL MEASURE MISS_TEXT PERCENT...: a staleness row, the median (the lower
 # of the two middle ones) of the recordings' percentages against 1 %; MISS_TEXT follows
@@ -298,12 +317,12 @@ stale_row() {
 	local label=$1 measure=$2 text=$3 st res
 	shift 3
 	if [ "$#" = 0 ]; then
-		fmt "$label" "not measured" "" "" "<= 1%" ""
+		fmt "$label" "not measured" "" "" "" "<= 1%" ""
 		return
 	fi
 	st=$(printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 	res=$(result le "$st" 1)
-	fmt "$label" "$measure" "" "$st%" "<= 1%" "$res"
+	fmt "$label" "$measure" "" "$st%" "$(printf '%s\n' "$@" | spread %.2f)" "<= 1%" "$res"
 	note_result "$res" "staleness: $st% $text (target 1%)"
 }
 stale_row "Python stacks at odds (callback.py)" "% of samples, median" \
@@ -312,6 +331,8 @@ stale_row "Python frames newer (turns.py)" "% of SHA-256 samples, median" \
 	"of turns.py's samples in SHA-256 code are not under hashing" "${TURNS[@]}"
 
 section ""
+section "--python-capture auto (root, or CAP_BPF and CAP_PERFMON), callback.py: Python stacks read whole from what"
+section "  a BPF program copied at the sample, and stacks at odds with their native ones: $(printf '%s\n' "${CAPTURED[@]}" | awk 'NF == 3 { c += $1; r += $2; m += $3 } END { if (r) printf "%.1f%% and %.2f%% of %d", 100 * c / r, 100 * m / r, r; else print "none" }')"
 if [ "$STRACE" = 1 ]; then
 	n=$(cat "$T/strace/samples")
 	section "system calls of proftool per sample while the target ran, strace -f of a 2 s Python recording (default options, $n samples):"
@@ -323,6 +344,13 @@ if [ "$STRACE" = 1 ]; then
 	section "  bytes copied by process_vm_readv per sample: $(awk -v n="$n" '$1 == "bytes" { printf "%.0f", $2 / n }' "$T/strace/counts")"
 else
 	section "system calls per sample: skipped (strace is not installed)"
+fi
+
+if [ "${#NEGATIVE[@]}" -gt 0 ]; then
+	section ""
+	section "NOT TO BE READ: a long run cost the profiler no more CPU per sample than its short run in"
+	section "  $(printf '%s; ' "${NEGATIVE[@]}" | sed 's/; $//')"
+	section "  (the machine's speed moved within a round; run again on a quieter machine)"
 fi
 
 ELAPSED=$(($(date +%s) - T0))

@@ -114,6 +114,7 @@ struct sampler *sampling_open(struct sampling_opts *o, struct sampler_opts *so)
 		o->py = sym_python_new();
 	so->hook = o->py ? sym_python_hook(o->py) : NULL;
 	so->hook_each_sample = o->py && o->python_likely;
+	so->no_capture = !o->python_capture;
 	/* wall-clock samples of blocked threads are what ptrace sampling gives */
 	so->backend = o->backend == BACKEND_PTRACE || o->wall ? SAMPLER_BACKEND_PTRACE :
 		      SAMPLER_BACKEND_PERF;

@@ -29,6 +29,7 @@ struct sampling_opts {
 	bool wall;              /* --mode wall */
 	bool python;            /* --python auto or on: merge CPython frames */
 	bool python_on;         /* --python on: read every sample's at once, Python command or not */
+	bool python_capture;    /* --python-capture auto: copy the frames at the sample where BPF may (default off) */
 	bool unwind_scan;       /* --unwind-scan on: scan for the callers of code without CFI */
 	bool python_likely;     /* the target looks like Python from the start (set by the caller) */
 	enum regions_mode regions; /* --regions */
@@ -44,6 +45,7 @@ enum {
 	OPT_STACK_SIZE,
 	OPT_USER_ONLY,
 	OPT_PYTHON,
+	OPT_PYTHON_CAPTURE,
 	OPT_UNWIND_SCAN,
 	OPT_REGIONS,
 	OPT_DELAY,
@@ -63,6 +65,7 @@ enum {
 	{ "stack-size", required_argument, NULL, OPT_STACK_SIZE },          \
 	{ "user-only", no_argument, NULL, OPT_USER_ONLY },                  \
 	{ "python", required_argument, NULL, OPT_PYTHON },                  \
+	{ "python-capture", required_argument, NULL, OPT_PYTHON_CAPTURE },  \
 	{ "unwind-scan", required_argument, NULL, OPT_UNWIND_SCAN },        \
 	{ "regions", required_argument, NULL, OPT_REGIONS },                \
 	{ "delay", required_argument, NULL, OPT_DELAY },                    \

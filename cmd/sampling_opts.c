@@ -58,7 +58,14 @@ const char sampling_usage[] =
 	"                       as auto does when the command is Python (an interpreter,\n"
 	"                       a python #! script, a shell script that names python,\n"
 	"                       torchrun...): for a launcher that hides it (every sample\n"
-	"                       wakes proftool)\n"
+	"                       wakes proftool, unless --python-capture auto)\n"
+	"  --python-capture auto|off\n"
+	"                       auto: where BPF is allowed (root, or CAP_BPF and\n"
+	"                       CAP_PERFMON; perf backend), a BPF program copies each\n"
+	"                       sample's thread state and Python frames as it is taken, so\n"
+	"                       no sample wakes proftool (a new process's first samples are\n"
+	"                       read late); off (default): proftool reads them itself from\n"
+	"                       the process at each sample\n"
 	"  --regions auto|itt|all|off\n"
 	"                       collect the named regions the program marks (<proftool.h>,\n"
 	"                       the proftool Python module); itt or all: also Intel ITT\n"
@@ -186,6 +193,10 @@ int sampling_parse_opt(int c, const char *arg, struct sampling_opts *o, const ch
 		if (!o->python_on && !parse_either(arg, "auto", "off", &o->python))
 			return usage_error(command, "--python takes auto, on or off, not '%s'", arg);
 		o->python |= o->python_on;
+		return 0;
+	case OPT_PYTHON_CAPTURE:
+		if (!parse_either(arg, "auto", "off", &o->python_capture))
+			return usage_error(command, "--python-capture takes auto or off, not '%s'", arg);
 		return 0;
 	case OPT_UNWIND_SCAN:
 		if (!parse_either(arg, "on", "off", &o->unwind_scan))

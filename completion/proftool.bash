@@ -16,9 +16,9 @@ _proftool_options()
 {
 	case $1 in
 	record | attach)
-		opts='-o -F -c -g --stack-size --unwind-scan --user-only -e --backend --mode --python --regions --duration
+		opts='-o -F -c -g --stack-size --unwind-scan --user-only -e --backend --mode --python --python-capture --regions --duration
 			--delay --paused --control --snapshot-every --keep -q -h --help'
-		args='-o -F -c -g --stack-size --unwind-scan -e --backend --mode --python --regions --duration --delay
+		args='-o -F -c -g --stack-size --unwind-scan -e --backend --mode --python --python-capture --regions --duration --delay
 			--control --snapshot-every --keep'
 		;;
 	control)
@@ -43,10 +43,10 @@ _proftool_options()
 		;;
 	top)
 		opts='--interval --window --cumulative --sort --per-thread --frames --limit --record -F -c
-			-g --stack-size --unwind-scan --user-only -e --backend --mode --python --regions --delay
+			-g --stack-size --unwind-scan --user-only -e --backend --mode --python --python-capture --regions --delay
 			--paused --control --duration -q -h --help'
 		args='--interval --window --sort --frames --limit --record -F -c -g --stack-size
-			--unwind-scan -e --backend --mode --python --regions --delay --control --duration'
+			--unwind-scan -e --backend --mode --python --python-capture --regions --delay --control --duration'
 		;;
 	*)
 		opts='' args=''
@@ -82,6 +82,7 @@ _proftool_values()
 	--backend) values='auto perf ptrace' ;;
 	--mode) values='cpu wall' ;;
 	--python) values='auto on off' ;;
+	--python-capture) values='auto off' ;;
 	--unwind-scan) values='on off' ;;
 	--regions) values='auto itt all off' ;;
 	--sort)

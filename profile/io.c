@@ -69,6 +69,8 @@ static json_t *meta_to_json(struct jbuild *b, const struct profile_meta *m, size
 	/* optional, added without a version bump: older files have none */
 	if (m->scanned)
 		jb_set(b, meta, "unwind_scanned", jb_new(b, json_integer((json_int_t)m->scanned)));
+	if (m->python_captured)
+		jb_set(b, meta, "python_captured", jb_new(b, json_integer((json_int_t)m->python_captured)));
 	jb_set(b, meta, "python", pythons_to_json(b, m));
 	jb_set(b, meta, "regions", profile_regions_meta_to_json(b, m));
 	if (m->series)

@@ -492,6 +492,7 @@ void profile_merge(struct profile *dst, const struct profile *src)
 	merge_pythons(dst, &src->meta);
 	dst->meta.lost += src->meta.lost;
 	dst->meta.scanned += src->meta.scanned;
+	dst->meta.python_captured += src->meta.python_captured;
 	dst->meta.duration_ns += src->meta.duration_ns;
 	/* a rate is only meaningful while every file has one frequency and a CPU time */
 	if (dst->meta.freq != src->meta.freq)

@@ -203,6 +203,7 @@ struct profile_meta {
 	uint64_t duration_ns;
 	uint64_t lost;       /* samples the kernel or sampler dropped */
 	uint64_t scanned;    /* samples with callers found by stack scanning (code without usable CFI) */
+	uint64_t python_captured; /* samples whose Python stack was read whole from a copy taken at the sample */
 	uint64_t cpu_time_ns;/* CPU time of the targets as the event counted it; 0 unknown */
 	int32_t exit_status; /* record's exit status, -1 when none */
 	struct profile_unwind_stop *stops; /* unique by (reason, module) */

@@ -177,6 +177,7 @@ static void read_meta(struct profile *p, json_t *meta)
 	m->duration_ns = meta_u64(meta, "duration_ns");
 	m->lost = meta_u64(meta, "lost");
 	m->scanned = meta_u64(meta, "unwind_scanned");
+	m->python_captured = meta_u64(meta, "python_captured");
 	m->cpu_time_ns = meta_u64(meta, "cpu_time_ns");
 	m->exit_status = json_is_integer(ex) && json_integer_value(ex) >= INT32_MIN &&
 			 json_integer_value(ex) <= INT32_MAX ? (int32_t)json_integer_value(ex) : -1;

@@ -235,6 +235,22 @@ static void put_pythons(FILE *out, const struct profile_meta *m, bool filtered)
 	}
 }
 
+/* How many Python stacks were read from what BPF copied at the sample (record --python-capture). */
+static void put_python_captured(FILE *out, const struct profile_meta *m, bool filtered)
+{
+	uint64_t samples = 0;
+
+	if (!m->python_captured)
+		return;
+	for (size_t i = 0; i < m->nr_pythons; i++)
+		samples += m->pythons[i].unsupported ? 0 : m->pythons[i].samples;
+	if (samples < m->python_captured)
+		samples = m->python_captured;
+	fprintf(out, "%sPython stacks: %" PRIu64 " of %" PRIu64 " samples (%.1f%%) copied as they were taken "
+		"(BPF), the others read from the process just after\n", filtered ? "Whole recording: " : "",
+		m->python_captured, samples, 100.0 * m->python_captured / samples);
+}
+
 /* Which --frames view the report is, and how to get the others: for profiles with Python frames. */
 static void put_frames(FILE *out, enum report_frames how)
 {
@@ -439,6 +455,7 @@ void report_write_header(FILE *out, const struct profile *p, const struct report
 			s.jit_unnamed == 1 ? "" : "s", kept ? 100.0 * s.jit_unnamed / kept : 0.0,
 			s.jit_mappings, s.jit_mappings == 1 ? "" : "s");
 	put_pythons(out, m, s.filtered);
+	put_python_captured(out, m, s.filtered);
 	if (p->recorded || (o->frames == REPORT_FRAMES_ALL && report_has_python_frames(p)))
 		put_frames(out, o->frames);
 	report_summary_release(&s);

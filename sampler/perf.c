@@ -62,6 +62,41 @@ const char *sampler_event_name(enum sampler_event ev)
 	return (size_t)ev < ARRAY_SIZE(event_names) ? event_names[ev] : "?";
 }
 
+/*
+ * Captures at the sample, where the hook can use them and BPF is allowed:
+ * then no sample need wake the drain thread for the hook.
+ */
+static void capture_try(struct perf_sampler *s, const int *cpus)
+{
+	const struct sampler_hook *hk = s->opts.hook;
+	int max_cpu = 0;
+
+	if (!hk || !hk->capture || s->opts.no_capture)
+		return;
+	for (unsigned i = 0; i < s->nr_cpus; i++)
+		if (cpus[i] + 1 > max_cpu)
+			max_cpu = cpus[i] + 1;
+	s->capture = perf_capture_new((unsigned)max_cpu);
+	if (s->capture)
+		s->opts.hook_each_sample = false;
+}
+
+/* Attaches the capture to the events opened; on failure the sampler goes on without (hook_each_sample as asked). */
+static int capture_start(struct perf_sampler *s)
+{
+	const struct sampler_hook *hk = s->opts.hook;
+	int ret = perf_capture_attach(s, s->capture);
+
+	if (ret < 0) {
+		perf_capture_free(s->capture);
+		s->capture = NULL;
+		s->opts.hook_each_sample = s->hook_each_sample_asked;
+		return ret;
+	}
+	hk->capture(hk->arg, s->capture);
+	return 0;
+}
+
 struct perf_sampler *perf_sampler_open(const struct sampler_opts *opts, char *err, size_t errlen)
 {
 	struct perf_sampler *s = xcalloc(1, sizeof(*s));
@@ -69,8 +104,10 @@ struct perf_sampler *perf_sampler_open(const struct sampler_opts *opts, char *er
 	int ret;
 
 	s->opts = *opts;
+	s->hook_each_sample_asked = opts->hook_each_sample;
 	s->wake_fd = s->stop_fd = -1;
 	pthread_mutex_init(&s->lock, NULL);
+	pthread_mutex_init(&s->procs_lock, NULL);
 	s->page_size = sysconf(_SC_PAGESIZE);
 	s->max_stack = sampler_read_long("/proc/sys/kernel/perf_event_max_stack", 127);
 	if (s->max_stack < 1 || s->max_stack > 65535)
@@ -80,7 +117,14 @@ struct perf_sampler *perf_sampler_open(const struct sampler_opts *opts, char *er
 	for (unsigned i = 0; i < s->nr_cpus; i++)
 		s->cpus[i].fd = -1;
 	perf_setup_attr(s);
+	capture_try(s, cpus);
 	ret = perf_open_and_map(s, cpus, err, errlen);
+	if (!ret && s->capture && capture_start(s) < 0) {
+		/* opened for captures, which failed after all: again, each sample waking the hook */
+		perf_unmap_all(s);
+		perf_close_events(s);
+		ret = perf_open_and_map(s, cpus, err, errlen);
+	}
 	free(cpus);
 	if (ret < 0) {
 		perf_sampler_close(s);
@@ -166,19 +210,24 @@ void perf_sampler_close(struct perf_sampler *s)
 	if (!s)
 		return;
 	perf_drainers_free(s);
+	if (s->capture) {
+		s->opts.hook->capture(s->opts.hook->arg, NULL);
+		perf_capture_free(s->capture);
+	}
 	if (s->wake_fd >= 0)
 		close(s->wake_fd);
 	if (s->stop_fd >= 0)
 		close(s->stop_fd);
 	pthread_mutex_destroy(&s->lock);
+	pthread_mutex_destroy(&s->procs_lock);
 	free(s->stage.buf);
 	free(s->stage.pend);
-	for (unsigned i = 0; i < s->nr_cpus; i++)
-		if (s->cpus[i].base)
-			munmap(s->cpus[i].base, s->cpus[i].data_size + s->page_size);
+	perf_unmap_all(s);
 	perf_close_events(s);
-	for (unsigned i = 0; i < s->nr_cpus; i++)
+	for (unsigned i = 0; i < s->nr_cpus; i++) {
 		free(s->cpus[i].more);
+		free(s->cpus[i].cap);
+	}
 	free(s->cpus);
 	for (size_t k = 0; k < s->nr_chunks; k++)
 		free(s->chunks[k].buf);

@@ -204,14 +204,16 @@ static bool sample_ustack(const struct perf_sampler *s, const unsigned char *p, 
  * Shows the hook a record just copied to the stage at OFF: a sample gets
  * what the hook writes after it; returns those bytes, 8-byte aligned.
  */
-static uint32_t hook_record(struct perf_sampler *s, struct stage *st, size_t off, size_t len)
+static uint32_t hook_record(struct perf_sampler *s, struct cpu_buf *b, struct stage *st, size_t off, size_t len)
 {
 	const struct sampler_hook *hk = s->opts.hook;
 	struct perf_event_header h;
 	uint32_t u32[4];
 	size_t cap = hk->cap < HOOK_MAX ? hk->cap : HOOK_MAX, n;
 	struct sampler_ustack us;
-	bool has_us;
+	struct sampler_captured cd;
+	int32_t cap_tid = 0;
+	bool has_us, has_cap;
 
 	memcpy(&h, st->buf + off, sizeof(h));
 	switch (h.type) {
@@ -222,8 +224,11 @@ static uint32_t hook_record(struct perf_sampler *s, struct stage *st, size_t off
 		memcpy(u32, st->buf + off + sizeof(h) + 8, 8);
 		ALLOC_GROW(st->buf, off + len + cap, st->alloc);
 		has_us = sample_ustack(s, st->buf + off, len, &us);
-		n = hk->sample(hk->arg, (int32_t)u32[0], (int32_t)u32[1], has_us ? &us : NULL, st->buf + off + len,
-			       cap);
+		/* the capture just before it on the ring, when of its thread */
+		has_cap = b->cap_tid && perf_capture_decode(b->cap, b->cap_len, &cd, &cap_tid) &&
+			  cap_tid == (int32_t)u32[1];
+		n = hk->sample(hk->arg, (int32_t)u32[0], (int32_t)u32[1], has_us ? &us : NULL, has_cap ? &cd : NULL,
+			       st->buf + off + len, cap);
 		return (uint32_t)((n < cap ? n : cap) + 7) & ~7u;
 	case PERF_RECORD_COMM:
 		if (hk->task && (h.misc & PERF_RECORD_MISC_COMM_EXEC) && len >= sizeof(h) + 8) {
@@ -274,41 +279,56 @@ static struct drain_proc *drain_proc_find(struct perf_sampler *s, int32_t pid)
 }
 
 /*
- * The process of the sample at ring position POS, *FIRST when this is its
- * first sample; where its stack began is read then, and after an exec.
+ * The process of the sample at ring position POS (under procs_lock): where
+ * its stack began, read on its first sample and after an exec; and on its
+ * first sample, its resident memory into *RSS and *RSS_ANON.
  */
-static struct drain_proc *drain_proc_of(struct perf_sampler *s, const unsigned char *data, size_t data_size,
-					uint64_t pos, bool *first)
+static uint64_t drain_proc_of(struct perf_sampler *s, const unsigned char *data, size_t data_size, uint64_t pos,
+			      uint64_t *rss, uint64_t *rss_anon)
 {
 	/* header, ip, then pid and tid */
 	int32_t pid = (int32_t)ring_u64(data, data_size, pos + sizeof(struct perf_event_header) + 8);
 	struct drain_proc *dp = drain_proc_find(s, pid);
 
-	*first = !dp;
 	if (!dp) {
 		ALLOC_GROW(s->procs, s->nr_procs + 1, s->alloc_procs);
 		idx_insert(&s->proc_idx, hash_u64((uint64_t)pid), (uint32_t)s->nr_procs);
 		dp = &s->procs[s->nr_procs++];
 		*dp = (struct drain_proc){ .pid = pid, .top_stale = true };
+		/*
+		 * A process's first sample reads its resident memory while it
+		 * still runs: the recorder's own readings, a few times a second,
+		 * miss a process that lives a few ms. (An exec'd process keeps
+		 * its pid and is read by them.)
+		 */
+		if (!proc_statm_read(pid, rss, rss_anon))
+			*rss = *rss_anon = 0;
 	}
 	if (dp->top_stale) {
 		dp->stack_top = proc_start_stack(pid);
 		dp->top_stale = false;
 	}
-	return dp;
+	return dp->stack_top;
 }
 
 /* An exec record (PERF_RECORD_COMM) of the record at POS: its process's stack begins elsewhere now. */
 static void drain_proc_exec(struct perf_sampler *s, const unsigned char *data, size_t data_size, uint64_t pos)
 {
-	struct drain_proc *dp = drain_proc_find(s, (int32_t)ring_u64(data, data_size,
-								      pos + sizeof(struct perf_event_header)));
+	struct drain_proc *dp;
 
+	pthread_mutex_lock(&s->procs_lock);
+	dp = drain_proc_find(s, (int32_t)ring_u64(data, data_size, pos + sizeof(struct perf_event_header)));
 	if (dp)
 		dp->top_stale = true;
+	pthread_mutex_unlock(&s->procs_lock);
 }
 
-/* Copies the records of one ring buffer into the stage; returns how many. Called with the lock held. */
+/*
+ * Copies the records of one ring buffer into ST, showing each to the
+ * hook, up to b->taken; returns how many. The ring's space stays taken
+ * until the caller has moved them to the stage. Not under the lock: only
+ * B's own drain thread sweeps it while drain threads run.
+ */
 static size_t drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage *st)
 {
 	struct perf_event_mmap_page *mp = b->base;
@@ -322,56 +342,134 @@ static size_t drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage 
 		size_t len;
 		uint32_t extra;
 		struct pending *pe;
-		struct drain_proc *dp;
-		bool first = false;
+		uint64_t top = 0, rss = 0, rss_anon = 0;
 
 		/* the header itself is 8-byte aligned and never wraps */
 		memcpy(&h, data + (tail & mask), sizeof(h));
 		if (h.size < sizeof(h) || tail + h.size > head)
 			break;
-		dp = NULL;
-		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 16)
-			dp = drain_proc_of(s, data, b->data_size, tail, &first);
-		else if (h.type == PERF_RECORD_COMM && (h.misc & PERF_RECORD_MISC_COMM_EXEC) && h.size >= sizeof(h) + 8)
+		if (s->capture && h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 16 &&
+		    (ring_u64(data, b->data_size, tail + sizeof(h)) >> 32) == PERF_CAPTURE_MAGIC) {
+			/* a capture: kept for the sample after it (its raw data, 8-byte aligned) */
+			size_t raw = h.size - sizeof(h) - 4;
+
+			ALLOC_GROW(b->cap, raw, b->cap_alloc);
+			ring_copy(b->cap, data, b->data_size, tail + sizeof(h) + 4, raw);
+			b->cap_len = raw;
+			b->cap_tid = -1;
+			tail += h.size;
+			continue;
+		}
+		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 16) {
+			pthread_mutex_lock(&s->procs_lock);
+			top = drain_proc_of(s, data, b->data_size, tail, &rss, &rss_anon);
+			pthread_mutex_unlock(&s->procs_lock);
+		} else if (h.type == PERF_RECORD_COMM && (h.misc & PERF_RECORD_MISC_COMM_EXEC) &&
+			   h.size >= sizeof(h) + 8) {
 			drain_proc_exec(s, data, b->data_size, tail);
+		}
 		ALLOC_GROW(st->buf, st->len + h.size, st->alloc);
 		len = copy_record(s, st->buf + st->len, data, b->data_size, tail, h.size,
-				  h.type == PERF_RECORD_SAMPLE, dp ? dp->stack_top : 0);
-		extra = s->opts.hook ? hook_record(s, st, st->len, len) : 0;
+				  h.type == PERF_RECORD_SAMPLE, top);
+		extra = s->opts.hook ? hook_record(s, b, st, st->len, len) : 0;
+		/* a capture belongs to the record right after it: one whose sample was lost belongs to none */
+		b->cap_tid = 0;
 		ALLOC_GROW(st->pend, st->nr + 1, st->alloc_pend);
 		pe = &st->pend[st->nr++];
 		pe->off = st->len;
 		pe->len = len + extra;
 		pe->extra = extra;
-		pe->seq = s->seq++;
 		pe->time = record_time((struct perf_event_header *)(st->buf + st->len));
-		pe->rss = pe->rss_anon = 0;
-		/*
-		 * A process's first sample reads its resident memory while it
-		 * still runs: the recorder's own readings, a few times a second,
-		 * miss a process that lives a few ms. (An exec'd process keeps
-		 * its pid and is read by them.)
-		 */
-		if (dp && first && !proc_statm_read(dp->pid, &pe->rss, &pe->rss_anon))
-			pe->rss = pe->rss_anon = 0;
+		pe->rss = rss;
+		pe->rss_anon = rss_anon;
 		st->len += len + extra;
 		__atomic_add_fetch(&s->buffered, len + extra, __ATOMIC_RELAXED);
 		tail += h.size;
 		records++;
 	}
-	__atomic_store_n(&mp->data_tail, tail, __ATOMIC_RELEASE);
+	b->taken = tail;
 	return records;
 }
 
-uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr, size_t *records)
+/* Moves LOCAL's records to the stage (under the lock), in their order. */
+static void stage_append(struct perf_sampler *s, struct stage *local)
+{
+	struct stage *st = &s->stage;
+
+	if (!local->nr)
+		return;
+	if (!st->nr && local->alloc >= st->alloc && local->alloc_pend >= st->alloc_pend) {
+		/*
+		 * nothing staged, and the stage's buffers (the recycled spare)
+		 * no larger: they change hands, else the stage would grow again
+		 */
+		struct stage t = *st;
+
+		*st = *local;
+		*local = t;
+		local->len = local->nr = 0;
+		for (size_t i = 0; i < st->nr; i++)
+			st->pend[i].seq = s->seq++;
+		return;
+	}
+	ALLOC_GROW(st->buf, st->len + local->len, st->alloc);
+	ALLOC_GROW(st->pend, st->nr + local->nr, st->alloc_pend);
+	memcpy(st->buf + st->len, local->buf, local->len);
+	for (size_t i = 0; i < local->nr; i++) {
+		struct pending *pe = &st->pend[st->nr++];
+
+		*pe = local->pend[i];
+		pe->off += st->len;
+		pe->seq = s->seq++;
+	}
+	st->len += local->len;
+	local->len = local->nr = 0;
+}
+
+/*
+ * B's records up to b->taken are in the stage (under the lock): the kernel
+ * may write over them, and the sweep that began at START is over.
+ */
+static void ring_release(struct cpu_buf *b, uint64_t start)
+{
+	__atomic_store_n(&((struct perf_event_mmap_page *)b->base)->data_tail, b->taken, __ATOMIC_RELEASE);
+	cpu_swept(b, start);
+}
+
+uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr, struct stage *local,
+			  size_t *records)
 {
 	uint64_t start = time_mono_ns();
 	size_t n = 0;
 
+	/*
+	 * One thread for every buffer: straight into the stage, under the
+	 * lock, each buffer's space freed as soon as it is read (at -F 10000
+	 * with stack copies, copying twice and freeing the first CPU's space
+	 * only after the last CPU's records lost samples).
+	 */
+	if (!local) {
+		pthread_mutex_lock(&s->lock);
+		for (unsigned i = first; i < first + nr && i < s->nr_cpus; i++) {
+			struct cpu_buf *b = &s->cpus[i];
+			size_t got = drain_one(s, b, &s->stage);
+
+			for (size_t k = s->stage.nr - got; k < s->stage.nr; k++)
+				s->stage.pend[k].seq = s->seq++;
+			n += got;
+			ring_release(b, start);
+		}
+		pthread_mutex_unlock(&s->lock);
+		if (records)
+			*records = n;
+		return start;
+	}
+	for (unsigned i = first; i < first + nr && i < s->nr_cpus; i++)
+		n += drain_one(s, &s->cpus[i], local);
 	pthread_mutex_lock(&s->lock);
+	stage_append(s, local);
 	for (unsigned i = first; i < first + nr && i < s->nr_cpus; i++) {
-		n += drain_one(s, &s->cpus[i], &s->stage);
-		cpu_swept(&s->cpus[i], start);
+		ring_release(&s->cpus[i], start);
 	}
 	pthread_mutex_unlock(&s->lock);
 	if (records)
@@ -381,5 +479,5 @@ uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr, s
 
 void perf_drain_all(struct perf_sampler *s)
 {
-	perf_drain_range(s, 0, s->nr_cpus, NULL);
+	perf_drain_range(s, 0, s->nr_cpus, NULL, NULL);
 }

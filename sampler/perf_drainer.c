@@ -114,18 +114,12 @@ static bool drain_wait(struct drainer *d, struct epoll_event *ev, int ms)
 	return true;
 }
 
-/* Whether the hook has anything to read yet (asked under the lock: the hook runs on one thread at a time). */
+/* Whether the hook has anything to read yet. */
 static bool hook_eager(struct perf_sampler *s)
 {
 	const struct sampler_hook *hk = s->opts.hook;
-	bool eager;
 
-	if (!hk || !hk->eager)
-		return false;
-	pthread_mutex_lock(&s->lock);
-	eager = hk->eager(hk->arg);
-	pthread_mutex_unlock(&s->lock);
-	return eager;
+	return hk && hk->eager && hk->eager(hk->arg);
 }
 
 static void *drainer_main(void *arg)
@@ -138,7 +132,7 @@ static void *drainer_main(void *arg)
 	int period = DRAIN_PERIOD_MS;
 	uint64_t boost_wall = 0, boost_cpu = 0, woke = 0, now;
 	size_t records;
-	bool eager = false, boosted = false;
+	bool eager = false, boosted = false, boost_tried = false;
 
 	if (d->pin >= 0 && d->pin < CPU_SETSIZE) {
 		cpu_set_t set;
@@ -160,12 +154,28 @@ static void *drainer_main(void *arg)
 				break;
 			continue;
 		}
-		now = perf_drain_range(s, d->first, d->nr, &records);
+		/* threads of their own CPUs sweep side by side, the hook's reads outside the lock */
+		now = perf_drain_range(s, d->first, d->nr, s->nr_drainers > 1 ? &d->local : NULL, &records);
 		if (s->opts.hook_each_sample && records)
 			period = DRAIN_PERIOD_MS;
 		else if (s->opts.hook_each_sample)
 			period = period * 2 < DRAIN_IDLE_MAX_MS ? period * 2 : DRAIN_IDLE_MAX_MS;
-		if (!eager && hook_eager(s)) {
+		if (s->capture) {
+			/*
+			 * With captures the hook reads what the sample copied: a
+			 * hurry only while it reads samples it has no whole
+			 * capture of (a thread new to it, a deeper stack)
+			 */
+			bool want = hook_eager(s);
+
+			if (want != eager)
+				period = want ? DRAIN_PERIOD_HOOK_MS : DRAIN_PERIOD_MS;
+			/* once, as below: a thread that took too much CPU stays ordinary */
+			if (want && !boost_tried)
+				boosted = boost(true);
+			boost_tried |= want;
+			eager = want;
+		} else if (!eager && hook_eager(s)) {
 			eager = true;
 			/* the events wake us for each sample already: no timer needed */
 			if (!s->opts.hook_each_sample)
@@ -264,9 +274,12 @@ void perf_drainer_stop(struct perf_sampler *s)
 void perf_drainers_free(struct perf_sampler *s)
 {
 	perf_drainer_stop(s);
-	for (unsigned k = 0; k < s->nr_drainers; k++)
+	for (unsigned k = 0; k < s->nr_drainers; k++) {
 		if (s->drainers[k].epoll_fd >= 0)
 			close(s->drainers[k].epoll_fd);
+		free(s->drainers[k].local.buf);
+		free(s->drainers[k].local.pend);
+	}
 	free(s->drainers);
 	s->drainers = NULL;
 	s->nr_drainers = 0;

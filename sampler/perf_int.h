@@ -22,6 +22,17 @@ struct cpu_buf {
 	bool hup;               /* the events' tasks are all gone */
 	/* under the lock: start of the last sweep of this buffer that completed, and of the one before */
 	uint64_t sweep, prev_sweep;
+	/*
+	 * Its drain thread's: the ring position its records are copied out
+	 * to during a sweep. The ring's space is freed (data_tail) only once
+	 * they are in the stage, so a buffer the reader finds empty holds
+	 * nothing that is not.
+	 */
+	uint64_t taken;
+	/* its drain thread's: the capture just read, for the sample that follows it on this ring */
+	unsigned char *cap;
+	size_t cap_len, cap_alloc;
+	int32_t cap_tid;                /* nonzero: one is pending */
 };
 
 /*
@@ -38,6 +49,14 @@ static inline void cpu_swept(struct cpu_buf *b, uint64_t start)
 	b->sweep = start;
 }
 
+/* What the drain thread has copied out and the reader not taken yet (under lock). */
+struct stage {
+	unsigned char *buf;
+	size_t len, alloc;
+	struct pending *pend;   /* .chunk is set when taken */
+	size_t nr, alloc_pend;
+};
+
 /* A drain thread: the ring buffers [first, first + nr) it sweeps, and its wait. */
 struct drainer {
 	struct perf_sampler *s;
@@ -46,6 +65,12 @@ struct drainer {
 	int epoll_fd;                   /* its buffers and stop_fd */
 	pthread_t thread;
 	bool running;
+	/*
+	 * A sweep's records, copied out and shown to the hook without the
+	 * lock (the hooks of several CPUs read their processes side by side),
+	 * then moved to the stage under it
+	 */
+	struct stage local;
 };
 
 struct pending {
@@ -67,14 +92,6 @@ struct chunk {
 	unsigned char *buf;     /* NULL: a free slot */
 	size_t len, alloc;
 	size_t live;            /* records not delivered yet */
-};
-
-/* What the drain thread has copied out and the reader not taken yet (under lock). */
-struct stage {
-	unsigned char *buf;
-	size_t len, alloc;
-	struct pending *pend;   /* .chunk is set when taken */
-	size_t nr, alloc_pend;
 };
 
 /* A process the drain thread has seen samples of. */
@@ -111,8 +128,9 @@ struct perf_sampler {
 	int wake_fd;                    /* eventfd: the stage has records */
 	int stop_fd;                    /* eventfd: the drain threads must end */
 	struct stage stage;             /* under lock */
-	uint64_t seq;                   /* drain thread (or the reader once it ended) */
-	/* the drain thread's: the processes sampled so far (their first sample read their RSS) */
+	uint64_t seq;                   /* under lock */
+	/* the drain threads': the processes sampled so far (their first sample read their RSS), under procs_lock */
+	pthread_mutex_t procs_lock;
 	struct drain_proc *procs;
 	size_t nr_procs, alloc_procs;
 	struct idx proc_idx;            /* hash of pid -> procs[] */
@@ -130,6 +148,10 @@ struct perf_sampler {
 	 */
 	unsigned char *spare;
 	size_t alloc_spare;
+
+	/* captures at the sample for the hook (perf_bpf.c), NULL when not */
+	struct sampler_capture *capture;
+	bool hook_each_sample_asked;    /* opts.hook_each_sample as given (captures clear it) */
 
 	uint64_t *chain;                /* scratch for one callchain */
 	size_t alloc_chain;
@@ -150,14 +172,34 @@ void perf_setup_attr(struct perf_sampler *s);
 int perf_open_and_map(struct perf_sampler *s, const int *cpus, char *err, size_t errlen);
 /* Closes every event (the ring buffers stay mapped). */
 void perf_close_events(struct perf_sampler *s);
+/* Unmaps every ring buffer. */
+void perf_unmap_all(struct perf_sampler *s);
+
+/* perf_bpf.c: captures at the sample */
+/* Loads the program and its maps (CPU numbers below MAX_CPU); NULL with errno set where BPF is denied. */
+struct sampler_capture *perf_capture_new(unsigned max_cpu);
+/* Sends each CPU's captures into its ring buffer and runs the program on every event; 0 or a negative errno. */
+int perf_capture_attach(struct perf_sampler *s, struct sampler_capture *c);
+void perf_capture_free(struct sampler_capture *c);
+/*
+ * A capture's record is a PERF_RECORD_SAMPLE too: the high half of its
+ * first word (after the header) is this, which no sample's instruction
+ * pointer has (not a canonical address).
+ */
+#define PERF_CAPTURE_MAGIC 0xb0f0c0deu
+/* Decodes a capture's raw data (RAW, LEN bytes: 8-byte aligned) into *OUT and *TID; false when malformed. */
+bool perf_capture_decode(const void *raw, size_t len, struct sampler_captured *out, int32_t *tid);
 
 /* perf_drain.c: records out of the ring buffers */
 /*
- * One sweep of ring buffers [FIRST, FIRST + NR) into the stage, under the
- * lock: a drain thread's; returns when it began, and the records it copied
- * in *RECORDS (unless NULL).
+ * One sweep of ring buffers [FIRST, FIRST + NR), each record shown to the
+ * hook: into LOCAL without the lock, then into the stage under it (a drain
+ * thread of its own CPU, beside the others'); or, LOCAL NULL, straight
+ * into the stage under the lock. Returns when it began, and the records it
+ * copied in *RECORDS (unless NULL).
  */
-uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr, size_t *records);
+uint64_t perf_drain_range(struct perf_sampler *s, unsigned first, unsigned nr, struct stage *local,
+			  size_t *records);
 /* One sweep of every ring buffer: the reader's once the drain threads have stopped. */
 void perf_drain_all(struct perf_sampler *s);
 

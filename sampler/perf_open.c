@@ -191,6 +191,15 @@ static void describe_open_error(int e, const struct sampler_opts *o, char *err, 
 		errbuf_set(err, errlen, "perf_event_open failed: %s", strerror(e));
 }
 
+void perf_unmap_all(struct perf_sampler *s)
+{
+	for (unsigned i = 0; i < s->nr_cpus; i++) {
+		if (s->cpus[i].base)
+			munmap(s->cpus[i].base, s->cpus[i].data_size + s->page_size);
+		s->cpus[i].base = NULL;
+	}
+}
+
 void perf_close_events(struct perf_sampler *s)
 {
 	for (unsigned i = 0; i < s->nr_cpus; i++) {

@@ -172,7 +172,7 @@ void pt_take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state stat
 	if (s->opts.hook && s->opts.hook->sample) {
 		/* the hook reads what it needs while the thread cannot change it */
 		r.sample.extra = s->extra;
-		r.sample.extra_size = s->opts.hook->sample(s->opts.hook->arg, t->pid, tid, NULL, s->extra,
+		r.sample.extra_size = s->opts.hook->sample(s->opts.hook->arg, t->pid, tid, NULL, NULL, s->extra,
 							   s->opts.hook->cap);
 	}
 	/* registers and stack are copied: let the thread go before the slow part */

@@ -52,8 +52,12 @@ static inline bool sampler_event_counts(enum sampler_event ev)
  * them, which across CPUs is not always before a sample that follows them.
  * EAGER, when set, says whether the hook has anything to read yet (the
  * perf backend then drains every millisecond, and at real-time priority
- * where allowed, instead of every 20 ms). All of them run on the
- * sampler's own thread (or the caller's during a flush), never two at once.
+ * where allowed, instead of every 20 ms); with captures (below), whether
+ * it has lately read samples later than they were taken. They run on the sampler's own
+ * threads (or the caller's during a flush): the perf backend's drain
+ * threads, one per CPU where each sample is read at once, call them side
+ * by side, each for the records of its own CPUs in their order; the hook
+ * locks what they share.
  */
 enum sampler_task_event {
 	SAMPLER_TASK_EXEC,
@@ -72,12 +76,64 @@ struct sampler_ustack {
 	size_t size;
 };
 
+/*
+ * Memory of the sampled thread copied at the sample, in the sampled
+ * thread's own context, by a BPF program on the perf event (perf_bpf.c):
+ * what a hook would otherwise read a few ms later. The hook describes per
+ * process what to copy (struct sampler_capture_layout) and per thread
+ * where to start: START_LEN bytes at the thread's START; then the address
+ * of the first node, at START + IND1 (a pointer to follow first, unless
+ * SAMPLER_CAPTURE_NONE) + IND2; then each node, NODE_LEN bytes, and the
+ * next one's address at NEXT in it, until 0 or SAMPLER_CAPTURE_NODES
+ * nodes. A chain that could not be read whole ends early; the hook reads
+ * what is missing itself.
+ */
+#define SAMPLER_CAPTURE_NONE 0xffffffffu
+#define SAMPLER_CAPTURE_START_MAX 256u  /* bytes */
+#define SAMPLER_CAPTURE_NODE_MAX 128u   /* bytes, a multiple of 8 */
+#define SAMPLER_CAPTURE_NODES 64u
+
+struct sampler_capture_layout {
+	uint32_t start_len, node_len;   /* <= the maxima; NODE_LEN a multiple of 8 */
+	uint32_t ind1, ind2, next;      /* NEXT + 8 <= NODE_LEN, a multiple of 8 */
+};
+
+struct sampler_captured {
+	uint64_t start;                 /* the thread's start address, as registered */
+	uint64_t first;                 /* the first node's address, 0: the chain is empty */
+	const uint8_t *start_bytes;     /* start_len bytes at START */
+	size_t start_len;
+	size_t nr_nodes;                /* each at nodes + i * node_stride: its address (u64), its bytes */
+	const uint8_t *nodes;
+	size_t node_stride;
+};
+
+struct sampler_capture;
+
+/* The process PID's layout; 0 or a negative errno. Any thread may call these. */
+int sampler_capture_proc(struct sampler_capture *c, int32_t pid, const struct sampler_capture_layout *l);
+/* Thread TID's start address (0: forget it); 0 or a negative errno. */
+int sampler_capture_thread(struct sampler_capture *c, int32_t tid, uint64_t start);
+/* Forgets process PID (it exited or exec'd). */
+void sampler_capture_forget_proc(struct sampler_capture *c, int32_t pid);
+
 struct sampler_hook {
-	/* US: the sample's stack copy, NULL when there is none (or the thread is stopped) */
-	size_t (*sample)(void *arg, int32_t pid, int32_t tid, const struct sampler_ustack *us, void *buf,
-			 size_t cap);
+	/*
+	 * US: the sample's stack copy, NULL when there is none (or the
+	 * thread is stopped); CAP: what was captured at the sample, NULL
+	 * when nothing was
+	 */
+	size_t (*sample)(void *arg, int32_t pid, int32_t tid, const struct sampler_ustack *us,
+			 const struct sampler_captured *cap, void *buf, size_t cap_bytes);
 	void (*task)(void *arg, enum sampler_task_event ev, int32_t pid);
 	bool (*eager)(void *arg);
+	/*
+	 * Set when the hook can use captures: called with the perf backend's
+	 * capture before the events are enabled, where captures work (BPF,
+	 * root or CAP_BPF and CAP_PERFMON), and with NULL when they stop.
+	 * Each sample then need not wake the drain thread.
+	 */
+	void (*capture)(void *arg, struct sampler_capture *c);
 	void *arg;
 	size_t cap;
 };
@@ -98,6 +154,7 @@ struct sampler_opts {
 	const struct sampler_hook *hook; /* NULL: none */
 	bool hook_each_sample;  /* perf: wake the drain thread at each sample (the target looks like
 				   the hook's business from the start), not only once EAGER says so */
+	bool no_capture;        /* perf: never capture for the hook at the sample (BPF), read later */
 };
 
 /* Parses "cpu-clock", "page-faults" (alias "faults"), "cs"...; returns 0 or -EINVAL. */

@@ -212,7 +212,7 @@ static void take(struct sampler_snapshot *s, struct snap_thread *t, int sig)
 		sh->stack_size = sampler_read_stack(s->opts.pid, regs.rsp, sh->stack, s->opts.stack_size);
 		if (hook && hook->sample) {
 			sh->extra = xmalloc(hook->cap + 8);
-			sh->extra_size = hook->sample(hook->arg, s->opts.pid, tid, NULL, sh->extra, hook->cap);
+			sh->extra_size = hook->sample(hook->arg, s->opts.pid, tid, NULL, NULL, sh->extra, hook->cap);
 		}
 		sh->time = time_mono_ns();
 		t->pub.outcome = SAMPLER_THREAD_SAMPLED;
@@ -298,7 +298,7 @@ static void *tracer_main(void *arg)
 		 */
 		uint64_t *scratch = xmalloc(hook->cap + 8);
 
-		hook->sample(hook->arg, s->opts.pid, s->opts.pid, NULL, scratch, hook->cap);
+		hook->sample(hook->arg, s->opts.pid, s->opts.pid, NULL, NULL, scratch, hook->cap);
 		free(scratch);
 	}
 	s->start_ns = s->end_ns = time_mono_ns();

@@ -145,6 +145,7 @@ static void add_python_stats(struct sym_session *ss, struct profile *p)
 		e = profile_add_python(p, in->path, in->version ? version : NULL, in->unsupported);
 		p->meta.pythons[e].samples += st->samples;
 		p->meta.pythons[e].with_frames += st->with_frames;
+		p->meta.python_captured += st->captured;
 		for (int m = 0; m < PY_MISS_NR; m++)
 			if (st->miss[m] && !(in->unsupported && m == PY_MISS_UNSUPPORTED))
 				profile_add_python_miss(p, e, ss_py_miss_name(m), st->miss[m]);
@@ -155,12 +156,13 @@ static void add_python_stats(struct sym_session *ss, struct profile *p)
 			ss->memo_walks, ss->memo_took, ss->memo_frames, ss->memo_differ);
 	/* for the bench: what reading cost, and how often the two sides disagreed */
 	if (getenv("PROFTOOL_DEBUG_PYTHON")) {
-		uint64_t reads, ns, moved;
+		uint64_t reads, ns, moved, captured;
 
-		sym_python_read_cost(ss->opts.python, &reads, &ns, &moved);
+		sym_python_read_cost(ss->opts.python, &reads, &ns, &moved, &captured);
 		fprintf(stderr, "proftool: debug: %" PRIu64 " Python stacks read, %.1f us each; "
-			"%" PRIu64 " started from the sample's frame; %" PRIu64 " paired by position\n", reads,
-			reads ? ns / 1e3 / reads : 0.0, moved, ss->py_mismatched);
+			"%" PRIu64 " started from the sample's frame; %" PRIu64 " paired by position; "
+			"%" PRIu64 " from what was captured at the sample\n", reads,
+			reads ? ns / 1e3 / reads : 0.0, moved, ss->py_mismatched, captured);
 	}
 }
 

@@ -9,6 +9,17 @@
 
 
 #define CODES_HOT 256
+/*
+ * What the batched read before a stack's decodes (py_codes_prefetch) asks
+ * of each name and line table: the object's header and the first bytes
+ * after it, never past the end of the header's page (so that asking for
+ * more than the object holds never fails the call). Most names and small
+ * functions' line tables fit; longer ones are read whole on their own.
+ */
+#define SPEC_STR 192
+#define SPEC_TAB 640
+#define SPEC_CODES 64                   /* code objects of one stack whose strings are fetched together */
+#define SPEC_KERNEL_PAGE 4096ull
 
 struct py_codes {
 	struct py_code *codes;
@@ -24,6 +35,11 @@ struct py_codes {
 	uint64_t now;                   /* when the current read began */
 	uint8_t raw[4 * PY_MAX_STR];    /* a string's characters as read */
 	char str[PY_MAX_STR + 1];       /* ... and as UTF-8 */
+	/* the ranges py_codes_prefetch read for this stack read, and their bytes */
+	struct py_read spec[3 * SPEC_CODES];
+	bool spec_ok[3 * SPEC_CODES];
+	size_t nr_spec;
+	uint8_t *spec_buf;
 };
 
 struct py_codes *py_codes_new(void)
@@ -37,6 +53,7 @@ struct py_codes *py_codes_new(void)
 void py_codes_begin_read(struct py_codes *c, uint64_t now)
 {
 	c->now = now;
+	c->nr_spec = 0;
 	c->decode_left = PY_MAX_DECODE;
 	c->scan_left = PY_MAX_LINE_SCAN;
 }
@@ -66,6 +83,7 @@ void py_codes_free(struct py_codes *c)
 		free(c->strs[i]);
 	free(c->codes);
 	free(c->strs);
+	free(c->spec_buf);
 	idx_release(&c->idx);
 	idx_release(&c->str_idx);
 	free(c);
@@ -167,6 +185,23 @@ static enum py_status name(struct py_codes *c, const char *s, size_t len, const 
 }
 
 /*
+ * LEN bytes at ADDR into BUF: from what this read's prefetch fetched when
+ * it holds them, else read now.
+ */
+static bool code_read(const struct py_codes *c, const struct py_target *t, uint64_t addr, void *buf, size_t len)
+{
+	for (size_t i = 0; i < c->nr_spec; i++) {
+		const struct py_read *r = &c->spec[i];
+
+		if (c->spec_ok[i] && addr >= r->addr && addr - r->addr <= r->len && len <= r->len - (addr - r->addr)) {
+			memcpy(buf, (const uint8_t *)r->buf + (addr - r->addr), len);
+			return true;
+		}
+	}
+	return py_target_read(t, addr, buf, len);
+}
+
+/*
  * A compact str object (all names of code objects are compact: ASCII data
  * right after PyASCIIObject, other kinds after PyCompactUnicodeObject)
  * as UTF-8: its cached utf8 copy when it has one and that is UTF-8 (it is
@@ -186,7 +221,7 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 
 	if (!py_ptr_ok(addr))
 		return PY_STACK_TORN;
-	if (!py_target_read(t, addr, hdr, l->str_ascii_size))
+	if (!code_read(c, t, addr, hdr, l->str_ascii_size))
 		return PY_STACK_UNREADABLE;
 	if (t->unicode_type && u64_at(hdr, 8) != t->unicode_type)
 		return PY_STACK_TORN;
@@ -200,7 +235,7 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 			return PY_STACK_TORN;
 		if (!take(c, (size_t)len))
 			return PY_STACK_TOO_DEEP;
-		if (!py_target_read(t, addr + l->str_ascii_size, c->raw, (size_t)len))
+		if (!code_read(c, t, addr + l->str_ascii_size, c->raw, (size_t)len))
 			return PY_STACK_UNREADABLE;
 		for (n = 0; n < (size_t)len; n++) {
 			if (c->raw[n] >= 0x80)
@@ -211,7 +246,7 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 	}
 	if (kind != 1 && kind != 2 && kind != 4)
 		return PY_STACK_TORN;
-	if (!py_target_read(t, addr + l->str_ascii_size, hdr + l->str_ascii_size,
+	if (!code_read(c, t, addr + l->str_ascii_size, hdr + l->str_ascii_size,
 			    l->str_compact_size - l->str_ascii_size))
 		return PY_STACK_UNREADABLE;
 	{
@@ -222,7 +257,7 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 		if (utf8 && utf8_len >= len && utf8_len <= PY_MAX_STR) {
 			if (!take(c, (size_t)utf8_len))
 				return PY_STACK_TOO_DEEP;
-			bool got = py_target_read(t, utf8, c->str, (size_t)utf8_len);
+			bool got = code_read(c, t, utf8, c->str, (size_t)utf8_len);
 
 			c->str[utf8_len] = '\0';
 			if (got && utf8_valid(c->str, (size_t)utf8_len)) {
@@ -235,7 +270,7 @@ static enum py_status read_str(struct py_codes *c, const struct py_target *t, ui
 	}
 	if (!take(c, (size_t)len * kind))
 		return PY_STACK_TOO_DEEP;
-	if (!py_target_read(t, addr + l->str_compact_size, c->raw, (size_t)len * kind))
+	if (!code_read(c, t, addr + l->str_compact_size, c->raw, (size_t)len * kind))
 		return PY_STACK_UNREADABLE;
 	for (size_t i = 0; i < (size_t)len; i++) {
 		uint32_t cp;
@@ -272,7 +307,7 @@ static enum py_status read_linetable(struct py_codes *c, const struct py_target 
 	*len = 0;
 	if (!py_ptr_ok(addr))
 		return PY_STACK_TORN;
-	if (!py_target_read(t, addr, hdr, l->bytes_sval))
+	if (!code_read(c, t, addr, hdr, l->bytes_sval))
 		return PY_STACK_UNREADABLE;
 	if (t->bytes_type && u64_at(hdr, 8) != t->bytes_type)
 		return PY_STACK_TORN;
@@ -282,7 +317,7 @@ static enum py_status read_linetable(struct py_codes *c, const struct py_target 
 	if (!take(c, (size_t)size))
 		return PY_STACK_TOO_DEEP;
 	*tab = xmalloc((size_t)size);
-	if (!py_target_read(t, addr + l->bytes_sval, *tab, (size_t)size)) {
+	if (!code_read(c, t, addr + l->bytes_sval, *tab, (size_t)size)) {
 		free(*tab);
 		*tab = NULL;
 		return PY_STACK_COMPLETE;
@@ -314,6 +349,67 @@ struct py_code *py_code_recent(struct py_codes *c, uint64_t addr)
 	return code && c->now - code->checked_ns < PY_CODE_RECHECK_NS ? code : NULL;
 }
 
+/* Whether HDR, the header of the code object at ADDR, matches its cached entry's. */
+static bool hdr_matches(struct py_code *code, const struct py_layout *l, const uint8_t *hdr)
+{
+	int32_t firstlineno;
+
+	memcpy(&firstlineno, hdr + l->code_firstlineno, 4);
+	return code && code->filename_ptr == u64_at(hdr, l->code_filename) &&
+	       code->qualname_ptr == u64_at(hdr, l->code_qualname) &&
+	       code->linetable_ptr == u64_at(hdr, l->code_linetable) && code->firstlineno == firstlineno;
+}
+
+/* Adds the range of up to WANT bytes at ADDR, cut at the end of its page, to the prefetch (once). */
+static void spec_add(struct py_codes *c, uint64_t addr, size_t want, size_t *used)
+{
+	size_t len = SPEC_KERNEL_PAGE - (addr & (SPEC_KERNEL_PAGE - 1));
+
+	if (!py_ptr_ok(addr) || c->nr_spec == ARRAY_SIZE(c->spec))
+		return;
+	for (size_t i = 0; i < c->nr_spec; i++)
+		if (c->spec[i].addr == addr)
+			return;
+	if (len > want)
+		len = want;
+	c->spec[c->nr_spec++] = (struct py_read){ addr, c->spec_buf + *used, len };
+	*used += len;
+}
+
+size_t py_codes_prefetch(struct py_codes *c, const struct py_target *t, const uint64_t *addrs,
+			 const uint8_t (*hdrs)[PY_HDR_MAX], const uint32_t *which, size_t n)
+{
+	const struct py_layout *l = &t->l;
+	size_t used = 0, done = 0, codes = 0;
+
+	c->nr_spec = 0;
+	for (size_t i = 0; i < n && codes < SPEC_CODES; i++) {
+		const uint8_t *hdr = hdrs[which[i]];
+
+		if ((t->code_type && u64_at(hdr, 8) != t->code_type) || hdr_matches(cached(c, addrs[which[i]]), l, hdr))
+			continue;
+		if (!c->spec_buf)
+			c->spec_buf = xmalloc(SPEC_CODES * (2 * SPEC_STR + SPEC_TAB));
+		spec_add(c, u64_at(hdr, l->code_qualname), SPEC_STR, &used);
+		spec_add(c, u64_at(hdr, l->code_filename), SPEC_STR, &used);
+		spec_add(c, u64_at(hdr, l->code_linetable), SPEC_TAB, &used);
+		codes++;
+	}
+	/* a range that fails stops a call; the next goes on after it */
+	while (done < c->nr_spec) {
+		int got = t->read(t->read_arg, c->spec + done, c->nr_spec - done);
+
+		if (got < 0)
+			got = 0;
+		for (size_t k = 0; k < (size_t)got; k++)
+			c->spec_ok[done + k] = true;
+		done += (size_t)got;
+		if (done < c->nr_spec)
+			c->spec_ok[done++] = false;
+	}
+	return codes;
+}
+
 enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64_t addr,
 			   const uint8_t *hdr, struct py_code **out)
 {
@@ -329,8 +425,7 @@ enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64
 	fresh.linetable_ptr = u64_at(hdr, l->code_linetable);
 	memcpy(&fresh.firstlineno, hdr + l->code_firstlineno, 4);
 	code = cached(c, addr);
-	if (code && code->filename_ptr == fresh.filename_ptr && code->qualname_ptr == fresh.qualname_ptr &&
-	    code->linetable_ptr == fresh.linetable_ptr && code->firstlineno == fresh.firstlineno) {
+	if (hdr_matches(code, l, hdr)) {
 		code->checked_ns = c->now;
 		*out = code;
 		return PY_STACK_COMPLETE;

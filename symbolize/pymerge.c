@@ -152,9 +152,10 @@ size_t ss_py_merge(struct sym_session *ss, const void *extra, size_t extra_size,
 			}
 		}
 	}
-	if (paired)
+	if (paired) {
 		st->with_frames++;
-	else
+		st->captured += !!(h.flags & PYX_CAPTURED);
+	} else
 		st->miss[PY_MISS_OUTSIDE]++;
 	return n;
 }

@@ -47,6 +47,7 @@ struct thread_entry {
 	uint64_t last_lo;               /* the lowest frame within FRAME_SPAN_MAX below last_frame */
 	uint64_t last_codes[SPEC_CODES];
 	size_t nr_last_codes;
+	uint64_t registered;            /* the thread state registered for captures, 0 none */
 };
 
 /* Where a stack's distinct code object stands once read_codes is over. */
@@ -61,6 +62,7 @@ struct walked {
 	uint64_t code, instr;
 	uint32_t flags;
 	uint32_t code_idx;              /* its code object among the distinct ones of the stack */
+	bool captured;                  /* its header came from the sample's capture */
 };
 
 struct py_proc {
@@ -85,6 +87,8 @@ struct py_proc {
 	uint64_t *code_addr;
 	uint8_t (*code_hdr)[PY_HDR_MAX];
 	uint8_t *code_state;            /* enum code_state */
+	uint32_t *code_todo;            /* those whose headers are read, then were read (CODE_READ) */
+	struct py_read *code_reads;     /* their headers' reads */
 	size_t codes_alloc;
 	/* code headers read before the walk (SPEC_CODES) */
 	uint64_t spec_addr[SPEC_CODES];
@@ -93,6 +97,12 @@ struct py_proc {
 	size_t nr_spec;
 	/* the sample's stack copy during a read, and the frames its loops ran (frame_at_sample) */
 	const struct py_ustack *us;
+	const struct py_capture *cap;   /* of the read under way, NULL none */
+	size_t cap_next;                /* the capture's frame the walk will want next */
+	bool cap_used;                  /* the last read started from its capture */
+	bool cap_short;                 /* and read frames the capture did not hold */
+	bool code_failed;               /* the last read stopped at a code object it could not read */
+	bool new_codes;                 /* the last read met code objects new to the cache */
 	uint64_t walk_lo;               /* the lowest frame the walk found within FRAME_SPAN_MAX of the first */
 	uint64_t bounds[PY_BOUNDS];
 	size_t nr_bounds;
@@ -121,7 +131,7 @@ bool py_frame_at_sample(struct py_proc *p, const struct py_ustack *us, uint64_t 
  */
 size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], struct py_frame *out, size_t max,
 	       enum py_status *status);
-/* Range R from the sample's stack copy during a read, when it lies there (pywalk.c). */
-bool py_from_copy(const struct py_proc *p, const struct py_read *r);
+/* Range R as the sample saw it, from its capture or its stack copy, when either holds it (pywalk.c). */
+bool py_from_copy(struct py_proc *p, const struct py_read *r);
 
 #endif

@@ -9,107 +9,31 @@
  * libpython3.*.so* it maps are probed for _PyRuntime (each file once, by
  * device and inode). An exec, an exit or a new executable mapping makes it
  * look again, so wrapper scripts, launchers that exec the interpreter and
- * interpreters loaded late are all found.
+ * interpreters loaded late are all found (pyfind.c).
+ *
+ * The hook runs on the sampler's drain threads, one per CPU, at once: the
+ * tables (files, processes, interpreters, functions) are under py->lock,
+ * held briefly; a process's reader, memo and scratch under its own lock,
+ * held for a whole read, so that the stacks of different processes (the
+ * ranks of a job, its DataLoader workers) are read side by side. A thread
+ * never waits for a process's lock while it holds py->lock.
  */
-#include "pysample.h"
+#include "pysample_int.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/uio.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "base/base.h"
 #include "internal.h"
 #include "symbolize.h"
 
-/* A file probed for an interpreter. */
-struct pyfile {
-	uint32_t maj, min;
-	uint64_t ino;
-	char *path;
-	bool found;
-	struct py_probe probe;
-	uint32_t interp;        /* when found */
-};
-
-/* A code object's function, remembered per process by its address and strings. */
-struct pymemo {
-	uint64_t code;
-	const char *qualname, *filename;        /* the py_proc's interned strings */
-	uint32_t firstlineno;
-	uint32_t func;
-};
-
-/* One process incarnation. */
-#define MEMO_HOT 64
-
-struct pyproc {
-	int32_t pid;
-	bool dead;              /* exited or exec'd: a later sample looks again */
-	bool dirty;             /* a new executable mapping: look again if no interpreter yet */
-	bool found;
-	int open_errno;         /* why there is no reader: EPERM, ENOTSUP... */
-	uint32_t interp;
-	uint64_t eval_lo, eval_hi;
-	struct py_proc *reader;
-	struct pymemo *memo;
-	size_t nr_memo, alloc_memo;
-	struct idx memo_idx;
-	uint32_t memo_hot[MEMO_HOT]; /* the same, direct-mapped in front of it (id + 1, 0 empty) */
-};
-
-struct pyfunc {
-	char *qualname, *filename;
-	uint32_t firstlineno;
-};
-
-struct sym_python {
-	struct sampler_hook hook;
-
-	struct pyfile *files;
-	size_t nr_files, alloc_files;
-
-	struct pyproc *procs;   /* every incarnation seen, latest last */
-	size_t nr_procs, alloc_procs;
-	struct idx proc_idx;    /* by pid */
-
-	struct sym_python_interp *interps;
-	size_t nr_interps, alloc_interps;
-
-	struct pyfunc *funcs;
-	size_t nr_funcs, alloc_funcs;
-	struct idx func_idx;
-
-	struct py_frame *frames; /* scratch: one stack */
-	uint64_t reads, read_ns; /* stacks read, and the time it took (for the bench) */
-	bool debug;             /* PROFTOOL_DEBUG_PYTHON: time each read (two system calls a sample), count MOVED */
-	uint64_t moved;         /* stacks whose sample's copy showed another innermost frame than the thread's */
-};
-
 /* ---- tables ---- */
 
-static uint32_t add_interp(struct sym_python *py, const char *path, uint32_t version,
-			   const char *unsupported)
-{
-	for (size_t i = 0; i < py->nr_interps; i++) {
-		struct sym_python_interp *in = &py->interps[i];
-
-		if (!strcmp(in->path, path) && in->version == version &&
-		    !in->unsupported == !unsupported)
-			return (uint32_t)i;
-	}
-	ALLOC_GROW(py->interps, py->nr_interps + 1, py->alloc_interps);
-	py->interps[py->nr_interps] = (struct sym_python_interp){
-		xstrdup(path), version, xstrdup_or_null(unsupported)
-	};
-	return (uint32_t)py->nr_interps++;
-}
-
+/* The function's id (under py->lock). */
 static uint32_t intern_func(struct sym_python *py, const char *qualname, const char *filename,
 			    uint32_t firstlineno)
 {
@@ -131,7 +55,10 @@ static uint32_t intern_func(struct sym_python *py, const char *qualname, const c
 	return id;
 }
 
-/* The function of frame FR, through the process's memo: strings are compared by pointer there. */
+/*
+ * The function of frame FR, through the process's memo (under PP's lock):
+ * strings are compared by pointer there.
+ */
 static uint32_t func_of(struct sym_python *py, struct pyproc *pp, const struct py_frame *fr)
 {
 	uint64_t h = hash_combine(hash_u64(fr->code), (uintptr_t)fr->qualname);
@@ -153,268 +80,203 @@ static uint32_t func_of(struct sym_python *py, struct pyproc *pp, const struct p
 	ALLOC_GROW(pp->memo, pp->nr_memo + 1, pp->alloc_memo);
 	id = (uint32_t)pp->nr_memo++;
 	m = &pp->memo[id];
-	*m = (struct pymemo){ fr->code, fr->qualname, fr->filename, fr->firstlineno,
-			      intern_func(py, fr->qualname, fr->filename, fr->firstlineno) };
+	*m = (struct pymemo){ fr->code, fr->qualname, fr->filename, fr->firstlineno, 0 };
+	pthread_mutex_lock(&py->lock);
+	m->func = intern_func(py, fr->qualname, fr->filename, fr->firstlineno);
+	pthread_mutex_unlock(&py->lock);
 	idx_insert(&pp->memo_idx, h, id);
 	*hot = id + 1;
 	return m->func;
 }
 
-/* ---- finding the interpreter ---- */
-
-/* PATH as process PID sees it: through its root, for it may live in another mount namespace (a container). */
-static int open_in(int32_t pid, const char *path)
-{
-	char root[PATH_MAX + 32];
-	int fd;
-
-	snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, path);
-	fd = open(root, O_RDONLY | O_CLOEXEC);
-	return fd >= 0 ? fd : open(path, O_RDONLY | O_CLOEXEC);
-}
-
-/* The probe of the file at PATH in PID's file system, once per file. */
-static struct pyfile *probe(struct sym_python *py, int32_t pid, const char *path, uint32_t maj,
-			    uint32_t min, uint64_t ino)
-{
-	struct pyfile *f;
-	int fd;
-
-	for (size_t i = 0; i < py->nr_files; i++) {
-		f = &py->files[i];
-		if (f->ino == ino && f->maj == maj && f->min == min && !strcmp(f->path, path))
-			return f;
-	}
-	ALLOC_GROW(py->files, py->nr_files + 1, py->alloc_files);
-	f = &py->files[py->nr_files++];
-	memset(f, 0, sizeof(*f));
-	f->maj = maj;
-	f->min = min;
-	f->ino = ino;
-	f->path = xstrdup(path);
-	fd = open_in(pid, path);
-	if (fd >= 0) {
-		f->found = py_probe_file(fd, path, &f->probe) == 0;
-		close(fd);
-	}
-	return f;
-}
-
-/* Whether the mapped file at PATH may hold an interpreter: the executable, or libpython3. */
-static bool candidate(const char *path, const char *exe)
-{
-	const char *base = strrchr(path, '/');
-
-	base = base ? base + 1 : path;
-	return !strcmp(path, exe) || !strncmp(base, "libpython3", 10);
-}
-
-static bool load_bias(int32_t pid, const char *path, uint64_t start, uint64_t pgoff, uint64_t *bias)
-{
-	int fd = open_in(pid, path);
-	bool ok = fd >= 0 && sym_elf_bias(fd, start, pgoff, bias);
-
-	if (fd >= 0)
-		close(fd);
-	return ok;
-}
-
-/* Why ADDR in PID cannot be read: EPERM (no ptrace rights), ESRCH (gone), else EFAULT. */
-static int unreadable_why(int32_t pid, uint64_t addr)
-{
-	char c;
-	struct iovec local = { &c, 1 }, remote = { (void *)(uintptr_t)addr, 1 };
-
-	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == 1 ? EFAULT : errno;
-}
-
-/* Sets up PP's reader from the first interpreter file PID maps, if any. */
-static void discover(struct sym_python *py, struct pyproc *pp)
-{
-	char path[64], exe[PATH_MAX], line[PATH_MAX + 256], err[256] = "";
-	struct py_proc_opts o = { 0 };
-	struct pyfile *f = NULL;
-	uint64_t start = 0, pgoff = 0, bias = 0;
-	ssize_t n;
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pp->pid);
-	n = readlink(path, exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = '\0';
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pp->pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return;
-	while (fgets(line, sizeof(line), fp)) {
-		struct proc_map m;
-
-		if (!proc_maps_parse(line, &m) || m.path[0] != '/' || !candidate(m.path, exe))
-			continue;
-		f = probe(py, pp->pid, m.path, m.maj, m.min, m.ino);
-		if (f->found) {
-			start = m.start;
-			pgoff = m.pgoff;
-			break;
-		}
-		f = NULL;
-	}
-	fclose(fp);
-	if (!f)
-		return;
-	pp->found = true;
-	if (!load_bias(pp->pid, f->path, start, pgoff, &bias)) {
-		pp->interp = add_interp(py, f->path, f->probe.version, NULL);
-		pp->open_errno = EFAULT;
-		return;
-	}
-	if (f->probe.eval.addr) {
-		pp->eval_lo = f->probe.eval.addr + bias;
-		pp->eval_hi = pp->eval_lo + (f->probe.eval.size ? f->probe.eval.size : 1);
-	}
-	py_proc_opts_from_probe(&o, &f->probe, bias);
-	o.pid = pp->pid;
-	pp->reader = py_proc_new(&o, err, sizeof(err));
-	if (pp->reader) {
-		pp->interp = add_interp(py, f->path, py_proc_version(pp->reader), NULL);
-		return;
-	}
-	pp->open_errno = errno;
-	if (errno == ENOTSUP || errno == EPROTO) {
-		/* the interpreter's own fault: every process running it is the same */
-		pp->interp = add_interp(py, f->path, f->probe.version, err);
-		return;
-	}
-	/* this process only: its memory is not ours to read (ptrace rights), or it is going */
-	pp->interp = add_interp(py, f->path, f->probe.version, NULL);
-	pp->open_errno = unreadable_why(pp->pid, o.runtime);
-}
-
-/* The process entry for PID, looked at on first sight and after an exec or a new mapping. */
-static struct pyproc *proc_of(struct sym_python *py, int32_t pid)
-{
-	uint64_t h = hash_u64((uint64_t)(uint32_t)pid);
-	size_t pos = 0;
-	uint32_t id, latest = IDX_NONE;
-	struct pyproc *pp;
-
-	while ((id = idx_next(&py->proc_idx, h, &pos)) != IDX_NONE)
-		if (py->procs[id].pid == pid && (latest == IDX_NONE || id > latest))
-			latest = id;
-	if (latest != IDX_NONE) {
-		pp = &py->procs[latest];
-		if (!pp->dead && !(pp->dirty && !pp->found))
-			return pp;
-		if (!pp->dead) {
-			/* no interpreter yet, and a file was mapped since: look again, in place */
-			pp->dirty = false;
-			discover(py, pp);
-			return pp;
-		}
-	}
-	ALLOC_GROW(py->procs, py->nr_procs + 1, py->alloc_procs);
-	id = (uint32_t)py->nr_procs++;
-	pp = &py->procs[id];
-	memset(pp, 0, sizeof(*pp));
-	pp->pid = pid;
-	idx_insert(&py->proc_idx, h, id);
-	discover(py, pp);
-	return pp;
-}
-
-static void release(struct pyproc *pp)
-{
-	py_proc_free(pp->reader);
-	pp->reader = NULL;
-	free(pp->memo);
-	pp->memo = NULL;
-	pp->nr_memo = pp->alloc_memo = 0;
-	idx_release(&pp->memo_idx);
-	memset(pp->memo_hot, 0, sizeof(pp->memo_hot));
-}
-
 /* ---- the hook ---- */
+
+/* What the sampler captures is what the reader takes a capture to hold. */
+_Static_assert(PY_CAPTURE_NODES == SAMPLER_CAPTURE_NODES && PY_CAPTURE_TS_MAX == SAMPLER_CAPTURE_START_MAX &&
+		       PY_CAPTURE_FRAME_MAX == SAMPLER_CAPTURE_NODE_MAX, "the capture's bounds differ");
+
+/* With captures, how long the sampler hurries after a stack was read later than its sample. */
+#define EAGER_HOLD_NS 50000000ull
+
+static uint64_t clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* CPU time of the calling thread: what a read costs, however the thread was scheduled. */
 static uint64_t thread_cpu_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
-static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct sampler_ustack *sus, void *buf,
-			  size_t cap)
+static uint64_t monotonic_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+/*
+ * Captures (under PP's lock): the process's layout once its reader is set
+ * up, and each thread state the reads found.
+ */
+static void capture_register(struct sym_python *py, struct pyproc *pp, int32_t tid)
+{
+	struct sampler_capture *c = __atomic_load_n(&py->capture, __ATOMIC_ACQUIRE);
+	struct sampler_capture_layout l;
+	uint64_t tstate;
+
+	if (!c || !pp->reader)
+		return;
+	if (!pp->cap_registered) {
+		pp->cap_registered = true;
+		if (!py_capture_layout(pp->reader, &l.start_len, &l.node_len, &l.ind1, &l.ind2, &l.next) ||
+		    sampler_capture_proc(c, pp->pid, &l) < 0) {
+			if (py->debug)
+				fprintf(stderr, "proftool: debug: no captures for %d: thread state %u, frame %u bytes\n",
+					(int)pp->pid, l.start_len, l.node_len);
+			return;
+		}
+	}
+	if (py_proc_tstate_to_register(pp->reader, tid, &tstate))
+		sampler_capture_thread(c, tid, tstate);
+}
+
+static void hook_capture(void *arg, struct sampler_capture *c)
 {
 	struct sym_python *py = arg;
-	struct pyproc *pp = proc_of(py, pid);
+
+	__atomic_store_n(&py->capture, c, __ATOMIC_RELEASE);
+}
+
+static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct sampler_ustack *sus,
+			  const struct sampler_captured *scap, void *buf, size_t cap)
+{
+	struct sym_python *py = arg;
+	struct pyproc *pp;
 	struct pyx_hdr hdr = { 0 };
 	struct pyx_frame *out = (struct pyx_frame *)((char *)buf + sizeof(hdr));
 	enum py_status st = PY_STACK_UNSUPPORTED;
 	const struct py_ustack us = { sus ? sus->sp : 0, sus ? sus->data : NULL, sus ? sus->size : 0 };
-	bool moved = false;
+	const struct py_capture pc = {
+		scap ? scap->start : 0, scap ? scap->first : 0, scap ? scap->start_bytes : NULL,
+		scap ? scap->start_len : 0, scap ? scap->nr_nodes : 0, scap ? scap->nodes : NULL,
+		scap ? scap->node_stride : 0,
+	};
+	bool moved = false, dead;
 	size_t max, n = 0;
 	uint64_t t0;
 
-	if (!pp->found || cap < sizeof(hdr))
+	if (cap < sizeof(hdr))
 		return 0;
+	pthread_mutex_lock(&py->lock);
+	pp = pyproc_of(py, pid);
+	pthread_mutex_unlock(&py->lock);
+	pthread_mutex_lock(&pp->lock);
+	/* it may have ended since it was looked up */
+	dead = __atomic_load_n(&pp->dead, __ATOMIC_ACQUIRE);
+	if (__atomic_exchange_n(&pp->look, false, __ATOMIC_RELAXED) && !dead)
+		pyproc_discover(py, pp);
+	if (!pp->found) {
+		pthread_mutex_unlock(&pp->lock);
+		return 0;
+	}
+	if (pp->reader && !pp->frames)
+		pp->frames = xmalloc(PY_MAX_DEPTH * sizeof(*pp->frames));
 	max = (cap - sizeof(hdr)) / sizeof(*out);
 	if (max > PY_MAX_DEPTH)
 		max = PY_MAX_DEPTH;
 	/*
 	 * A running thread's chain can change under the walk (the perf
 	 * backend reads without stopping it): a torn or unreadable read is
-	 * tried again at once, which almost always gets a whole stack.
+	 * tried again at once, which almost always gets a whole stack. A
+	 * capture is as it was at the sample: torn there, it is read again
+	 * from the process; torn past its end, where the walk went on in the
+	 * process, or stopped at a code object gone since the sample (a
+	 * module's body once imported), the frames it got are kept, the
+	 * sample's own, where a read later still would find the thread
+	 * further on.
 	 */
 	t0 = pp->reader && py->debug ? thread_cpu_ns() : 0;
 	for (int tries = 0; pp->reader && tries < 3; tries++) {
-		n = py_read_stack_at(pp->reader, tid, sus ? &us : NULL, py->frames, max, &st,
-				     py->debug ? &moved : NULL);
-		if (st != PY_STACK_TORN && st != PY_STACK_UNREADABLE)
+		n = py_read_stack_cap(pp->reader, tid, sus ? &us : NULL, scap && !tries ? &pc : NULL, pp->frames,
+				      max, &st, py->debug ? &moved : NULL);
+		if ((st != PY_STACK_TORN && st != PY_STACK_UNREADABLE) ||
+		    (n && py_proc_capture_use(pp->reader) == PY_CAP_PART) ||
+		    (py_proc_capture_use(pp->reader) != PY_CAP_NONE && py_proc_code_failed(pp->reader)))
 			break;
 	}
 	if (pp->reader) {
-		py->reads++;
-		py->moved += moved;
+		bool whole = py_proc_capture_use(pp->reader) == PY_CAP_WHOLE;
+
+		capture_register(py, pp, tid);
+		__atomic_add_fetch(&py->captured, whole, __ATOMIC_RELAXED);
+		hdr.flags = whole ? PYX_CAPTURED : 0;
+		/*
+		 * read later than the sample, or met code objects new to it
+		 * (imports: a module's body is gone once it has run): the
+		 * sampler hurries for a while, so that what is read late is
+		 * read soon
+		 */
+		if ((!whole && n) || py_proc_new_codes(pp->reader))
+			__atomic_store_n(&py->late_ns, monotonic_ns(), __ATOMIC_RELAXED);
+		__atomic_add_fetch(&py->reads, 1, __ATOMIC_RELAXED);
+		__atomic_add_fetch(&py->moved, moved, __ATOMIC_RELAXED);
 		if (py->debug)
-			py->read_ns += thread_cpu_ns() - t0;
+			__atomic_add_fetch(&py->read_ns, thread_cpu_ns() - t0, __ATOMIC_RELAXED);
 	}
+	dead |= __atomic_load_n(&pp->dead, __ATOMIC_ACQUIRE);
 	hdr.interp = pp->interp;
 	hdr.status = !pp->reader && pp->open_errno == EPERM ? PYX_NOT_PERMITTED :
 		     !pp->reader && pp->open_errno == EFAULT ? PY_STACK_UNREADABLE : st;
 	/* the perf backend reads a few ms late: the process may have ended meanwhile */
-	if (hdr.status == PY_STACK_UNREADABLE && !n && unreadable_why(pid, pp->eval_lo) == ESRCH)
+	if ((hdr.status == PY_STACK_UNREADABLE && !n && pyproc_unreadable_why(pid, pp->eval_lo) == ESRCH) ||
+	    (dead && !pp->reader))
 		hdr.status = PYX_GONE;
 	hdr.nr = (uint32_t)n;
 	hdr.eval_lo = pp->eval_lo;
 	hdr.eval_hi = pp->eval_hi;
 	for (size_t i = 0; i < n; i++) {
-		struct pyx_frame fr = { func_of(py, pp, &py->frames[i]), py->frames[i].line,
-					py->frames[i].flags };
+		struct pyx_frame fr = { func_of(py, pp, &pp->frames[i]), pp->frames[i].line,
+					pp->frames[i].flags };
 
 		memcpy(&out[i], &fr, sizeof(fr));
 	}
+	/* it ended while this read held it (hook_task could not release it) */
+	if (dead)
+		pyproc_release(pp);
+	pthread_mutex_unlock(&pp->lock);
 	memcpy(buf, &hdr, sizeof(hdr));
 	return sizeof(hdr) + n * sizeof(*out);
 }
 
-/* Whether some process has an interpreter to read: until then the sampler need not hurry. */
+/*
+ * Whether some process has an interpreter to read: until then the sampler
+ * need not hurry. With captures, only while stacks were lately read later
+ * than their samples (EAGER_HOLD_NS): a thread before its first capture,
+ * a stack deeper than a capture holds.
+ */
 static bool hook_eager(void *arg)
 {
 	const struct sym_python *py = arg;
 
-	return py->nr_interps > 0;
+	if (!__atomic_load_n(&py->capture, __ATOMIC_ACQUIRE))
+		return __atomic_load_n(&py->nr_interps, __ATOMIC_ACQUIRE) > 0;
+	return monotonic_ns() - __atomic_load_n(&py->late_ns, __ATOMIC_RELAXED) < EAGER_HOLD_NS;
 }
 
 static void hook_task(void *arg, enum sampler_task_event ev, int32_t pid)
 {
 	struct sym_python *py = arg;
+	struct sampler_capture *c = __atomic_load_n(&py->capture, __ATOMIC_ACQUIRE);
 	uint64_t h = hash_u64((uint64_t)(uint32_t)pid);
 	size_t pos = 0;
 	uint32_t id;
 
+	pthread_mutex_lock(&py->lock);
 	while ((id = idx_next(&py->proc_idx, h, &pos)) != IDX_NONE) {
-		struct pyproc *pp = &py->procs[id];
+		struct pyproc *pp = py->procs[id];
 
 		if (pp->pid != pid || pp->dead)
 			continue;
@@ -422,9 +284,16 @@ static void hook_task(void *arg, enum sampler_task_event ev, int32_t pid)
 			pp->dirty = true;
 			continue;
 		}
-		pp->dead = true;
-		release(pp);
+		__atomic_store_n(&pp->dead, true, __ATOMIC_RELEASE);
+		if (c)
+			sampler_capture_forget_proc(c, pid);
+		/* a read holding it releases it when done (it sees DEAD) */
+		if (!pthread_mutex_trylock(&pp->lock)) {
+			pyproc_release(pp);
+			pthread_mutex_unlock(&pp->lock);
+		}
 	}
+	pthread_mutex_unlock(&py->lock);
 }
 
 /* ---- the interface ---- */
@@ -436,10 +305,11 @@ struct sym_python *sym_python_new(void)
 	py->hook.sample = hook_sample;
 	py->hook.task = hook_task;
 	py->hook.eager = hook_eager;
+	py->hook.capture = hook_capture;
 	py->hook.arg = py;
 	py->hook.cap = PYX_CAP;
 	py->debug = getenv("PROFTOOL_DEBUG_PYTHON") != NULL;
-	py->frames = xmalloc(PY_MAX_DEPTH * sizeof(*py->frames));
+	pthread_mutex_init(&py->lock, NULL);
 	return py;
 }
 
@@ -447,16 +317,22 @@ void sym_python_free(struct sym_python *py)
 {
 	if (!py)
 		return;
-	for (size_t i = 0; i < py->nr_procs; i++)
-		release(&py->procs[i]);
+	for (size_t i = 0; i < py->nr_procs; i++) {
+		pyproc_release(py->procs[i]);
+		pthread_mutex_destroy(&py->procs[i]->lock);
+		free(py->procs[i]);
+	}
 	free(py->procs);
 	idx_release(&py->proc_idx);
-	for (size_t i = 0; i < py->nr_files; i++)
-		free(py->files[i].path);
+	for (size_t i = 0; i < py->nr_files; i++) {
+		free(py->files[i]->path);
+		free(py->files[i]);
+	}
 	free(py->files);
 	for (size_t i = 0; i < py->nr_interps; i++) {
-		free(py->interps[i].path);
-		free(py->interps[i].unsupported);
+		free(py->interps[i]->path);
+		free(py->interps[i]->unsupported);
+		free(py->interps[i]);
 	}
 	free(py->interps);
 	for (size_t i = 0; i < py->nr_funcs; i++) {
@@ -465,7 +341,7 @@ void sym_python_free(struct sym_python *py)
 	}
 	free(py->funcs);
 	idx_release(&py->func_idx);
-	free(py->frames);
+	pthread_mutex_destroy(&py->lock);
 	free(py);
 }
 
@@ -486,29 +362,48 @@ bool pyx_decode(const void *buf, size_t len, struct pyx_hdr *hdr, const struct p
 	return true;
 }
 
-void sym_python_func(const struct sym_python *py, uint32_t id, const char **qualname,
+/*
+ * The accessors below may be called while the hook runs (a live view
+ * names what it has so far): they take the lock, and what they return
+ * (strings, interpreter entries) is never moved or freed before the end.
+ */
+void sym_python_func(const struct sym_python *cpy, uint32_t id, const char **qualname,
 		     const char **filename, uint32_t *firstlineno)
 {
-	const struct pyfunc *f = id < py->nr_funcs ? &py->funcs[id] : NULL;
+	struct sym_python *py = (struct sym_python *)cpy;
+	const struct pyfunc *f;
 
+	pthread_mutex_lock(&py->lock);
+	f = id < py->nr_funcs ? &py->funcs[id] : NULL;
 	*qualname = f ? f->qualname : "[unknown]";
 	*filename = f ? f->filename : NULL;
 	*firstlineno = f ? f->firstlineno : 0;
+	pthread_mutex_unlock(&py->lock);
 }
 
 size_t sym_python_nr_interps(const struct sym_python *py)
 {
-	return py ? py->nr_interps : 0;
+	return py ? __atomic_load_n(&py->nr_interps, __ATOMIC_ACQUIRE) : 0;
 }
 
-const struct sym_python_interp *sym_python_interp(const struct sym_python *py, uint32_t id)
+const struct sym_python_interp *sym_python_interp(const struct sym_python *cpy, uint32_t id)
 {
-	return py && id < py->nr_interps ? &py->interps[id] : NULL;
+	struct sym_python *py = (struct sym_python *)cpy;
+	const struct sym_python_interp *in;
+
+	if (!py)
+		return NULL;
+	pthread_mutex_lock(&py->lock);
+	in = id < py->nr_interps ? py->interps[id] : NULL;
+	pthread_mutex_unlock(&py->lock);
+	return in;
 }
 
-void sym_python_read_cost(const struct sym_python *py, uint64_t *reads, uint64_t *ns, uint64_t *moved)
+void sym_python_read_cost(const struct sym_python *py, uint64_t *reads, uint64_t *ns, uint64_t *moved,
+			  uint64_t *captured)
 {
-	*moved = py ? py->moved : 0;
-	*reads = py ? py->reads : 0;
-	*ns = py ? py->read_ns : 0;
+	*captured = py ? __atomic_load_n(&py->captured, __ATOMIC_RELAXED) : 0;
+	*moved = py ? __atomic_load_n(&py->moved, __ATOMIC_RELAXED) : 0;
+	*reads = py ? __atomic_load_n(&py->reads, __ATOMIC_RELAXED) : 0;
+	*ns = py ? __atomic_load_n(&py->read_ns, __ATOMIC_RELAXED) : 0;
 }

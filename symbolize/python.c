@@ -51,6 +51,8 @@ void py_proc_free(struct py_proc *p)
 	free(p->code_addr);
 	free(p->code_hdr);
 	free(p->code_state);
+	free(p->code_todo);
+	free(p->code_reads);
 	free(p->threads);
 	idx_release(&p->thread_idx);
 	free(p);
@@ -114,6 +116,7 @@ static void thread_remember(struct py_proc *p, int32_t tid, uint64_t tstate)
 		ALLOC_GROW(p->threads, p->threads_nr + 1, p->threads_alloc);
 		idx_insert(&p->thread_idx, hash_u64((uint64_t)tid), (uint32_t)p->threads_nr);
 		t = &p->threads[p->threads_nr++];
+		memset(t, 0, sizeof(*t));
 		t->tid = tid;
 	}
 	t->tstate = tstate;
@@ -201,13 +204,70 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
 	return py_read_stack_at(p, tid, NULL, out, max, status, &moved);
 }
 
+/* ---- captures ---- */
+
+bool py_capture_layout(const struct py_proc *p, uint32_t *ts_len, uint32_t *frame_len, uint32_t *ind1,
+		       uint32_t *ind2, uint32_t *next)
+{
+	const struct py_layout *l = &p->t.l;
+
+	*ts_len = (uint32_t)p->t.hdr_tstate;
+	*frame_len = (uint32_t)((p->t.hdr_frame + 7) & ~(size_t)7);
+	*ind1 = l->tstate_cframe == PY_OFF_NONE ? UINT32_MAX : l->tstate_cframe;
+	*ind2 = l->cframe_current_frame;
+	*next = l->frame_previous;
+	return *ts_len <= PY_CAPTURE_TS_MAX && *frame_len <= PY_CAPTURE_FRAME_MAX && !(*next & 7) &&
+	       *next + 8 <= *frame_len;
+}
+
+bool py_proc_tstate_to_register(struct py_proc *p, int32_t tid, uint64_t *tstate)
+{
+	struct thread_entry *t = thread_cached(p, tid);
+
+	if (!t || !t->tstate || t->registered == t->tstate)
+		return false;
+	t->registered = *tstate = t->tstate;
+	return true;
+}
+
+enum py_cap_use py_proc_capture_use(const struct py_proc *p)
+{
+	return !p->cap_used ? PY_CAP_NONE : p->cap_short ? PY_CAP_PART : PY_CAP_WHOLE;
+}
+
+bool py_proc_code_failed(const struct py_proc *p)
+{
+	return p->code_failed;
+}
+
+bool py_proc_new_codes(const struct py_proc *p)
+{
+	return p->new_codes;
+}
+
+/* The capture of thread TID, when it is of the thread state the reader knows for it and whole enough. */
+static bool capture_usable(struct py_proc *p, int32_t tid, const struct py_capture *cap)
+{
+	struct thread_entry *t = thread_cached(p, tid);
+
+	return cap && t && t->tstate && cap->tstate == t->tstate && cap->ts_len >= p->t.hdr_tstate &&
+	       u64_at(cap->ts, p->t.l.tstate_native_tid) == (uint64_t)(uint32_t)tid;
+}
+
 size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *us, struct py_frame *out,
 			size_t max, enum py_status *status, bool *moved)
+{
+	return py_read_stack_cap(p, tid, us, NULL, out, max, status, moved);
+}
+
+size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack *us, const struct py_capture *cap,
+			 struct py_frame *out, size_t max, enum py_status *status, bool *moved)
 {
 	uint8_t ts[PY_HDR_MAX], buf[2][PY_HDR_MAX];
 	uint64_t tstate = 0, frame = 0, field = 0, sampled;
 	struct thread_entry *t;
 	size_t n = 0;
+	bool captured;
 
 	if (!p) {
 		*status = PY_STACK_UNSUPPORTED;
@@ -216,16 +276,39 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 	if (moved)
 		*moved = false;
 	p->us = NULL;
+	p->cap = NULL;
+	p->cap_used = p->cap_short = p->code_failed = p->new_codes = false;
 	p->nr_bounds = 0;
 	py_pages_reset(&p->pages);
 	py_codes_begin_read(p->codes, p->clock());
-	/* where the thread was last time, in one call: mostly where it is now */
+	captured = capture_usable(p, tid, cap);
 	t = thread_cached(p, tid);
 	p->nr_spec = 0;
-	if (t && t->tstate) {
+	if (captured) {
+		/* the thread state and frames as they were at the sample: nothing to read ahead */
+		tstate = cap->tstate;
+		memcpy(ts, cap->ts, p->t.hdr_tstate);
+		frame = cap->first;
+		field = p->t.l.tstate_cframe == PY_OFF_NONE ? 0 : u64_at(ts, p->t.l.tstate_cframe) +
+								   p->t.l.cframe_current_frame;
+		*status = PY_STACK_COMPLETE;
+		/* where each loop's run began, from the stack copy (the frame itself is the capture's) */
+		if (us && p->t.l.tstate_cframe != PY_OFF_NONE)
+			py_frame_at_sample(p, us, u64_at(ts, p->t.l.tstate_cframe), &sampled);
+		p->cap = cap;
+		p->cap_next = 0;
+		p->cap_used = true;
+	}
+	/*
+	 * Where the thread was last time, in one call: mostly where it is now.
+	 * With a capture that may have stopped short of the stack's end (it
+	 * copied as many frames as it may), the frames of the last stack
+	 * only, among which the rest mostly are.
+	 */
+	if (t && t->tstate && (!captured || cap->nr >= PY_CAPTURE_NODES)) {
 		const struct py_read r[3] = {
-			{ t->tstate, NULL, p->t.hdr_tstate },
-			{ t->last_cframe, NULL, 8 },
+			{ t->tstate, NULL, captured ? 0 : p->t.hdr_tstate },
+			{ t->last_cframe, NULL, captured ? 0 : 8 },
 			/* the frames of the last stack, in one range */
 			{ t->last_lo, NULL, t->last_frame + p->t.hdr_frame - t->last_lo },
 		};
@@ -242,8 +325,10 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 		}
 		py_pages_prefetch(&p->pages, &p->t, r, 3, below, codes, p->nr_spec, p->spec_ok);
 	}
-	*status = find_tstate(p, tid, ts, &tstate);
-	if (*status == PY_STACK_COMPLETE && us && p->t.l.tstate_cframe != PY_OFF_NONE &&
+	if (captured)
+		;
+	else if ((*status = find_tstate(p, tid, ts, &tstate)) == PY_STACK_COMPLETE && us &&
+		 p->t.l.tstate_cframe != PY_OFF_NONE &&
 	    py_frame_at_sample(p, us, u64_at(ts, p->t.l.tstate_cframe), &sampled)) {
 		/* the frame the thread runs now only for MOVED: the copy's is the one read */
 		if (moved && current_frame(p, ts, &frame, &field) == PY_STACK_COMPLETE)
@@ -264,6 +349,7 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 			n = py_walk(p, frame, buf, out, max, status);
 	}
 	p->us = NULL;
+	p->cap = NULL;
 	if ((t = thread_cached(p, tid)) && t->tstate == tstate && tstate) {
 		t->last_cframe = field;
 		t->last_frame = frame;

@@ -214,6 +214,45 @@ struct py_ustack {
 };
 
 /*
+ * The thread's memory copied at its sample (a BPF program on the perf
+ * event, sampler_captured): its thread state's first TS_LEN bytes, and
+ * the chain of frames from the innermost, each header at
+ * nodes + i * stride: its address (u64), then PY_CAPTURE_FRAME_MAX bytes
+ * (the layout's hdr_frame of them copied).
+ */
+#define PY_CAPTURE_TS_MAX 256
+#define PY_CAPTURE_FRAME_MAX 128
+#define PY_CAPTURE_NODES 64     /* frames a capture holds at most */
+struct py_capture {
+	uint64_t tstate, first;
+	const uint8_t *ts;
+	size_t ts_len;
+	size_t nr;
+	const uint8_t *nodes;
+	size_t stride;
+};
+
+/* What the capture copies for P's interpreter; false when its headers are too large for it. */
+bool py_capture_layout(const struct py_proc *p, uint32_t *ts_len, uint32_t *frame_len, uint32_t *ind1,
+		       uint32_t *ind2, uint32_t *next);
+/*
+ * Thread TID's thread state, once, when the last read found one not
+ * registered for captures yet (then it is); false otherwise.
+ */
+bool py_proc_tstate_to_register(struct py_proc *p, int32_t tid, uint64_t *tstate);
+/* How P's last read used its capture: not at all, for all it read, or for the first frames only. */
+enum py_cap_use {
+	PY_CAP_NONE,
+	PY_CAP_WHOLE,   /* nothing read later than the sample */
+	PY_CAP_PART,    /* the capture's frames, then more read from the process */
+};
+enum py_cap_use py_proc_capture_use(const struct py_proc *p);
+/* Whether P's last read stopped at a code object it could not read (freed, or not one). */
+bool py_proc_code_failed(const struct py_proc *p);
+/* Whether P's last read met code objects new to its cache (or changed): code that may soon be gone. */
+bool py_proc_new_codes(const struct py_proc *p);
+
+/*
  * Reads the Python stack of thread TID (the kernel's thread id, as samples
  * carry it) into OUT, innermost frame first, at most MAX frames; the shim
  * frames of 3.12+ are not included. Returns the number of frames filled
@@ -234,6 +273,14 @@ size_t py_read_stack(struct py_proc *p, int32_t tid, struct py_frame *out, size_
  */
 size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *us, struct py_frame *out,
 			size_t max, enum py_status *status, bool *moved);
+/*
+ * The same, with CAP what was captured at the sample (NULL: nothing): the
+ * thread state and frames it holds are not read again, so that a stack
+ * whose code objects are cached costs no system call, and is as it was at
+ * the sample however late it is read.
+ */
+size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack *us, const struct py_capture *cap,
+			 struct py_frame *out, size_t max, enum py_status *status, bool *moved);
 
 /* Counts of the stacks read by P, by status (index enum py_status). */
 void py_proc_counts(const struct py_proc *p, uint64_t counts[PY_STACK_NR]);
@@ -382,6 +429,18 @@ void py_codes_begin_read(struct py_codes *c, uint64_t now);
 
 /* The cached code object at ADDR when its header matched within PY_CODE_RECHECK_NS, else NULL. */
 struct py_code *py_code_recent(struct py_codes *c, uint64_t addr);
+
+/*
+ * Before decoding the code objects at ADDRS[WHICH[i]] (i < N), whose
+ * headers the caller has read into HDRS[WHICH[i]]: fetches the names and line tables of those
+ * py_code_get will decode (not cached, or changed) in one call of the
+ * reader, where a decode would take two per name and two per table. What
+ * it fetched serves this stack read only (py_codes_begin_read drops it).
+ * Returns how many of them are new to the cache or changed (at most
+ * SPEC_CODES are counted).
+ */
+size_t py_codes_prefetch(struct py_codes *c, const struct py_target *t, const uint64_t *addrs,
+			 const uint8_t (*hdrs)[PY_HDR_MAX], const uint32_t *which, size_t n);
 
 /*
  * The code object at ADDR, whose first t->hdr_code bytes the caller has

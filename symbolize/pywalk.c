@@ -129,6 +129,8 @@ static void scratch_grow(struct py_proc *p, size_t n)
 		p->code_addr = xrealloc(p->code_addr, st_mult(p->codes_alloc, sizeof(*p->code_addr)));
 		p->code_hdr = xrealloc(p->code_hdr, st_mult(p->codes_alloc, sizeof(*p->code_hdr)));
 		p->code_state = xrealloc(p->code_state, st_mult(p->codes_alloc, sizeof(*p->code_state)));
+		p->code_todo = xrealloc(p->code_todo, st_mult(p->codes_alloc, sizeof(*p->code_todo)));
+		p->code_reads = xrealloc(p->code_reads, st_mult(p->codes_alloc, sizeof(*p->code_reads)));
 	}
 }
 
@@ -151,15 +153,38 @@ static bool after_sample(const struct py_proc *p, uint64_t addr)
 }
 
 /*
- * Range R from the sample's stack copy, when it lies there: a frame on the
- * C stack (3.12's shims) as it was at the sample.
+ * Range R as it was at the sample, when the sample holds it: a frame of the
+ * capture (p->cap), or a frame on the C stack (3.12's shims) in the stack
+ * copy. False when neither does (and then, with a capture, the read is
+ * marked as gone past it).
  */
-bool py_from_copy(const struct py_proc *p, const struct py_read *r)
+bool py_from_copy(struct py_proc *p, const struct py_read *r)
 {
 	const struct py_ustack *us = p->us;
+	const struct py_capture *cap = p->cap;
 
-	if (!us || r->addr < us->sp || r->len > us->size || r->addr - us->sp > us->size - r->len)
+	/*
+	 * A frame the capture holds: the next one the walk wants, its nodes
+	 * being the chain in order, or else another (a shim read out of
+	 * turn); none once the walk has gone past them all
+	 */
+	if (cap && r->len <= p->t.hdr_frame && p->cap_next < cap->nr) {
+		for (size_t k = 0; k < cap->nr; k++) {
+			size_t i = (p->cap_next + k) % cap->nr;
+			const uint8_t *node = cap->nodes + i * cap->stride;
+
+			if (u64_at(node, 0) == r->addr) {
+				memcpy(r->buf, node + 8, r->len);
+				p->cap_next = i + 1;
+				return true;
+			}
+		}
+	}
+	if (!us || r->addr < us->sp || r->len > us->size || r->addr - us->sp > us->size - r->len) {
+		/* read now: the capture fell short (a stack deeper than it copies) */
+		p->cap_short |= p->cap != NULL;
 		return false;
+	}
 	memcpy(r->buf, us->data + (r->addr - us->sp), r->len);
 	return true;
 }
@@ -175,8 +200,9 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 {
 	const struct py_layout *l = &p->t.l;
 	uint8_t max_owner = l->owned_by_cstack != PY_OWNER_NONE ? (uint8_t)l->owned_by_cstack : 2;
-	size_t n = 0, run = 0, cur = 0;
-	bool empty_above = false;
+	size_t n = 0, run = 0, cur = 0, taken;
+	/* the first frame's header came from the capture when it took the capture's first node */
+	bool empty_above = false, captured = p->cap && p->cap_next == 1;
 
 	seen_reset(p);
 	p->walk_lo = frame;
@@ -229,16 +255,18 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 			} else {
 				run++;
 			}
-			p->walked[n++] = (struct walked){ code, u64_at(f, l->frame_instr), flags, 0 };
+			p->walked[n++] = (struct walked){ code, u64_at(f, l->frame_instr), flags, 0, captured };
 		}
 		if (!prev) {
 			*status = PY_STACK_COMPLETE;
 			return n;
 		}
+		taken = p->cap_next;
 		if (!py_from_copy(p, &r) && py_pages_read(&p->pages, &p->t, &r, 1, FRAME_PAGES_BELOW) != 1) {
 			*status = PY_STACK_UNREADABLE;
 			return n;
 		}
+		captured = p->cap_next != taken;
 		frame = prev;
 		cur = !cur;
 		if (frame < p->walk_lo && p->walk_lo - frame <= FRAME_SPAN_MAX)
@@ -275,8 +303,9 @@ static uint32_t code_index(struct py_proc *p, uint64_t code, size_t *nc)
  */
 static size_t read_codes(struct py_proc *p, size_t n)
 {
-	struct py_read *r;
-	size_t nc = 0, nr = 0, done = 0, *idx;
+	struct py_read *r = p->code_reads;
+	uint32_t *idx = p->code_todo;
+	size_t nc = 0, nr = 0, done = 0;
 
 	/* the walk is over: its set of frames becomes one of code objects (a recursion repeats one) */
 	seen_reset(p);
@@ -285,8 +314,6 @@ static size_t read_codes(struct py_proc *p, size_t n)
 
 		w->code_idx = i && w->code == w[-1].code ? w[-1].code_idx : code_index(p, w->code, &nc);
 	}
-	r = xmalloc(st_mult(nc + 1, sizeof(*r)));
-	idx = xmalloc(st_mult(nc + 1, sizeof(*idx)));
 	for (size_t c = 0; c < nc; c++) {
 		size_t k = 0;
 
@@ -302,7 +329,7 @@ static size_t read_codes(struct py_proc *p, size_t n)
 			p->code_state[c] = CODE_READ;
 			continue;
 		}
-		idx[nr] = c;
+		idx[nr] = (uint32_t)c;
 		r[nr++] = (struct py_read){ p->code_addr[c], p->code_hdr[c], p->t.hdr_code };
 	}
 	while (done < nr) {
@@ -316,8 +343,13 @@ static size_t read_codes(struct py_proc *p, size_t n)
 		if (done < nr)
 			p->code_state[idx[done++]] = CODE_UNREADABLE;
 	}
-	free(idx);
-	free(r);
+	/* the names and line tables of those that are new or changed, together (IDX is done) */
+	nr = 0;
+	for (size_t c = 0; c < nc; c++)
+		if (p->code_state[c] == CODE_READ)
+			p->code_todo[nr++] = (uint32_t)c;
+	p->new_codes = py_codes_prefetch(p->codes, &p->t, p->code_addr, (const uint8_t (*)[PY_HDR_MAX])p->code_hdr,
+					 p->code_todo, nr) > 0;
 	return nc;
 }
 
@@ -333,8 +365,8 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 	       enum py_status *status)
 {
 	const struct py_layout *l = &p->t.l;
-	enum py_status walk_status;
-	size_t n;
+	enum py_status walk_status, code_status;
+	size_t n, k = 0;
 
 	scratch_grow(p, max < PY_MAX_DEPTH ? max + 1 : PY_MAX_DEPTH + 1);
 	n = walk_frames(p, frame, buf, max, &walk_status);
@@ -342,18 +374,33 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 		read_codes(p, n);
 	for (size_t i = 0; i < n; i++) {
 		const struct walked *w = &p->walked[i];
-		struct py_code *c;
+		struct py_code *c = NULL;
 
-		if (p->code_state[w->code_idx] == CODE_UNREADABLE) {
-			*status = PY_STACK_UNREADABLE;
-			return i;
+		if (p->code_state[w->code_idx] == CODE_UNREADABLE)
+			code_status = PY_STACK_UNREADABLE;
+		else if (p->code_state[w->code_idx] == CODE_RECENT)
+			code_status = (c = py_code_recent(p->codes, w->code)) ? PY_STACK_COMPLETE : PY_STACK_TORN;
+		else
+			code_status = py_code_get(p->codes, &p->t, w->code, p->code_hdr[w->code_idx], &c);
+		if (code_status != PY_STACK_COMPLETE && w->captured &&
+		    (code_status == PY_STACK_TORN || code_status == PY_STACK_UNREADABLE)) {
+			/*
+			 * The frame is the sample's own, from its capture; its code
+			 * object was freed since (a module's body, once imported, or
+			 * exec'd code): it is left out, and the frames around it
+			 * stay. Where it began its loop's run, so does the frame
+			 * inside it.
+			 */
+			if (k && (w->flags & PY_FRAME_ENTRY))
+				out[k - 1].flags |= PY_FRAME_ENTRY;
+			continue;
 		}
-		if (p->code_state[w->code_idx] == CODE_RECENT)
-			c = py_code_recent(p->codes, w->code);
-		else if ((*status = py_code_get(p->codes, &p->t, w->code, p->code_hdr[w->code_idx], &c)) !=
-			 PY_STACK_COMPLETE)
-			return i;
-		out[i] = (struct py_frame){
+		if (code_status != PY_STACK_COMPLETE) {
+			*status = code_status;
+			p->code_failed = true;
+			return k;
+		}
+		out[k++] = (struct py_frame){
 			.qualname = c->qualname,
 			.filename = c->filename,
 			.firstlineno = (uint32_t)c->firstlineno,
@@ -363,5 +410,5 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 		};
 	}
 	*status = walk_status;
-	return n;
+	return k;
 }

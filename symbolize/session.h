@@ -92,6 +92,7 @@ struct ss_py_run {
 /* Samples of the processes running one interpreter (a sym_python interpreter id). */
 struct ss_py_stat {
 	uint64_t samples, with_frames;
+	uint64_t captured;              /* of those with, read from a copy taken at the sample */
 	uint64_t miss[PY_MISS_NR];
 };
 

@@ -280,13 +280,17 @@ check_native_leaf() {
 
 # pyloop and hashing take turns in one frame slot every 0.1 ms: a sample in SHA-256 code
 # (hashing's) whose innermost Python frame is another was read after the thread moved on.
-# check_turns [script|script-auto]: the command is a shell script that runs the
+# check_turns [script|script-auto|capture-off]: the command is a shell script that runs the
 # interpreter through a variable (its text does not say python), recorded with --python on;
-# or one that names it, recorded with the default --python auto, which reads the script
+# or one that names it, recorded with the default --python auto, which reads the script; or
+# the script itself, with --python-capture off (as where BPF is not allowed: read from the
+# process just after each sample, the drain thread woken on its CPU)
 check_turns() {
 	local s bad
 
-	if [ "${1:-}" = script ]; then
+	if [ "${1:-}" = capture-off ]; then
+		record_py t.data --python-capture off -- turns.py 2
+	elif [ "${1:-}" = script ]; then
 		printf '#!/bin/sh\nexec "$TURNS_PY" "%s" 2\n' "$PYDIR/turns.py" >turns.sh
 		chmod +x turns.sh
 		TURNS_PY=$PY record_to t.data --python on -- ./turns.sh >script.out 2>record.err ||
@@ -595,6 +599,16 @@ check_python_off() {
 @test "python: two functions taking turns in one frame every 0.1 ms: samples in SHA-256 code read as under hashing (pyenv 3.13)" {
 	use_python 3.13
 	check_turns
+}
+
+@test "python: --python-capture off: turns.py's samples in SHA-256 code read as under hashing (Debian's python3)" {
+	use_python debian
+	check_turns capture-off
+}
+
+@test "python: --python-capture off: turns.py's samples in SHA-256 code read as under hashing (pyenv 3.13)" {
+	use_python 3.13
+	check_turns capture-off
 }
 
 @test "python: --python on, behind a shell script: turns.py's samples in SHA-256 code read as under hashing (Debian's python3)" {

@@ -459,7 +459,8 @@ static void put_debug_offsets(uint64_t version, uint64_t free_threaded, const ch
  */
 static struct py_layout l313;
 
-static void good_313(void)
+/* An empty 3.13 runtime, its layout in l313 and its _Py_DebugOffsets in place. */
+static void space_313(void)
 {
 	space(0x030c0000);
 	l313 = *L;
@@ -471,6 +472,11 @@ static void good_313(void)
 	L = &l313;
 	put64(runtime, L->runtime_interp_head, interp);
 	put_debug_offsets(0x030d00f0, 0, "xdebugpy");
+}
+
+static void good_313(void)
+{
+	space_313();
 	check_shims(0x030d00f0);
 }
 
@@ -849,6 +855,84 @@ static void code_recheck(void)
 	py_codes_free(c);
 }
 
+/*
+ * A stack of code objects not seen before costs a few calls of the reader,
+ * not two per name and two per line table: their names and tables are
+ * fetched together (py_codes_prefetch); a name or a table longer than
+ * what is fetched ahead is read on its own, and still right.
+ */
+static void batched_decodes(uint32_t version, uint32_t hex)
+{
+	enum { DEPTH = 24 };
+	static const uint8_t latin1[] = { 'n', 'a', 0xef, 'v', 'e' };
+	uint8_t *table = calloc(1, 2000);
+	char name[400], want[DEPTH][400];
+	struct py_proc *p;
+	enum py_status st;
+	uint64_t f = 0, ts, files[2], long_table;
+	unsigned before;
+	size_t n;
+
+	space(version);
+	memcpy(table, linetable, sizeof(linetable));
+	long_table = mk_bytes(table, 2000);
+	files[0] = mk_str("/src/app.py");
+	files[1] = mk_str("/usr/lib/python3/dist-packages/torch/utils/data/_utils/worker.py");
+	ts = mk_tstate(100, mk_frame(mk_code("warm"), 0, 0, OWNER_THREAD, true));
+	p = open_proc(hex);
+	CHECK(p);
+	if (!p) {
+		free(table);
+		return;
+	}
+	CHECK_EQ_U(py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st), 1);
+	/* outermost first: frame i of the chain is DEPTH - 1 - i from the top */
+	for (int i = 0; i < DEPTH; i++) {
+		uint64_t qual;
+
+		if (i == 5) {
+			memset(name, 'x', 300);
+			name[300] = '\0';
+			qual = mk_str(name);
+		} else if (i == 9) {
+			strcpy(name, "na\xc3\xafve");
+			qual = mk_wide(KIND_LATIN1, latin1, sizeof(latin1));
+		} else {
+			snprintf(name, sizeof(name), "Model.layer%d", i);
+			qual = mk_str(name);
+		}
+		strcpy(want[DEPTH - 1 - i], name);
+		f = mk_frame(mk_code_named(qual, files[i & 1], 10,
+					   i == 7 ? long_table : mk_bytes(linetable, sizeof(linetable))),
+			     f, 4, OWNER_THREAD, i == 0);
+	}
+	set_current_frame(ts, f);
+	before = calls;
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, DEPTH);
+	/*
+	 * the frames (their pages: 7 or 9 calls in all here), their code
+	 * objects' headers, the names and tables, the long name and the long
+	 * table: not 6 a code object (148)
+	 */
+	CHECK(calls - before < DEPTH / 2);
+	for (size_t i = 0; i < n && i < DEPTH; i++) {
+		CHECK(!strcmp(fr[i].qualname, want[i]));
+		CHECK(!strcmp(fr[i].filename, (DEPTH - 1 - i) & 1 ? "/usr/lib/python3/dist-packages/torch/utils/data/"
+								     "_utils/worker.py" : "/src/app.py"));
+		CHECK_EQ_U(fr[i].line, 11);
+	}
+	py_proc_free(p);
+	free(table);
+}
+
+static void batched_decodes_all(void)
+{
+	batched_decodes(0x030b0000, 0x030b02f0);
+	batched_decodes(0x030c0000, 0x030c01f0);
+}
+
 /* Probing real files: Debian's python3.11 (.dynsym only), not-Python ELF, not ELF. */
 static void probe_files(void)
 {
@@ -1040,6 +1124,141 @@ static void sample_copy(void)
 	check_sample_copy(0x030c0000, 0x030c01f0);
 }
 
+/* ---- captures at the sample ---- */
+
+static uint8_t cap_nodes[8][8 + PY_CAPTURE_FRAME_MAX];
+static uint8_t cap_ts[PY_CAPTURE_TS_MAX];
+
+/* What the BPF program would copy of thread state TS with its innermost MAX frames. */
+static struct py_capture capture_of(uint64_t ts, uint32_t ts_len, uint32_t frame_len, uint64_t first, size_t max)
+{
+	struct py_capture c = { ts, first, cap_ts, ts_len, 0, &cap_nodes[0][0], sizeof(cap_nodes[0]) };
+
+	memcpy(cap_ts, heap + (ts - HEAP), ts_len);
+	for (uint64_t f = first; f && c.nr < max && c.nr < ARRAY_SIZE_(cap_nodes); c.nr++) {
+		memcpy(cap_nodes[c.nr], &f, 8);
+		memcpy(cap_nodes[c.nr] + 8, heap + (f - HEAP), frame_len);
+		f = u64_at_heap(f, L->frame_previous);
+	}
+	return c;
+}
+
+/*
+ * A stack read from its capture is the one the sample saw, whatever the
+ * thread did since, and costs no read once its code objects are known; a
+ * capture that falls short is completed from memory; one of another
+ * thread state, or whose thread state names another thread, is not used.
+ */
+static void check_captures(uint32_t hex)
+{
+	const bool shims = L->owned_by_cstack != PY_OWNER_NONE;
+	uint32_t ts_len, frame_len, ind1, ind2, next;
+	struct py_capture c;
+	struct py_proc *p;
+	enum py_status st;
+	uint64_t f1, f2, f3, g, ts, tstate;
+	size_t n;
+
+	f1 = mk_frame(mk_code("<module>"), shims ? mk_shim(0) : 0, 20, OWNER_THREAD, !shims);
+	f2 = mk_frame(mk_code("train"), f1, 12, OWNER_THREAD, false);
+	f3 = mk_frame(mk_code("step"), f2, 4, OWNER_THREAD, false);
+	g = mk_frame(mk_code("log"), f2, 4, OWNER_THREAD, false);
+	ts = mk_tstate(100, f3);
+	p = open_proc(hex);
+	CHECK(p);
+	if (!p)
+		return;
+	CHECK(py_capture_layout(p, &ts_len, &frame_len, &ind1, &ind2, &next));
+	CHECK_EQ_U(ind1, L->tstate_cframe == PY_OFF_NONE ? UINT32_MAX : L->tstate_cframe);
+	CHECK_EQ_U(ind2, L->cframe_current_frame);
+	CHECK_EQ_U(next, L->frame_previous);
+	CHECK(frame_len >= L->frame_size - 8 && frame_len % 8 == 0);
+	/* not before a read found the thread state; then once */
+	CHECK(!py_proc_tstate_to_register(p, 100, &tstate));
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(n, 3);
+	CHECK(py_proc_tstate_to_register(p, 100, &tstate));
+	CHECK_EQ_U(tstate, ts);
+	CHECK(!py_proc_tstate_to_register(p, 100, &tstate));
+
+	/* sampled in step, read once the thread moved on to log and step's frame was reused */
+	c = capture_of(ts, ts_len, frame_len, f3, 64);
+	set_current_frame(ts, g);
+	put64(f3, L->frame_code, mk_code("reused"));
+	calls = 0;
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(py_proc_capture_use(p), PY_CAP_WHOLE);
+	CHECK_EQ_U(calls, 0);
+	if (n == 3) {
+		CHECK_FRAME(fr[0], "step", 11, 0);
+		CHECK(!strcmp(fr[1].qualname, "train"));
+		CHECK(!strcmp(fr[2].qualname, "<module>"));
+	}
+
+	/*
+	 * train's code object freed since the sample (its memory reused): its
+	 * captured frame is left out, the frames around it stay
+	 */
+	c = capture_of(ts, ts_len, frame_len, f3, 64);
+	now += 100000000;       /* past the recheck: the code objects' headers are read again */
+	put64(u64_at_heap(f2, L->frame_code), 8, unicode_t);
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 2);
+	if (n == 2) {
+		CHECK(!strcmp(fr[0].qualname, "reused"));
+		CHECK(!strcmp(fr[1].qualname, "<module>"));
+	}
+	/* read from the process instead, the walk stops there as ever */
+	set_current_frame(ts, f3);
+	n = py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_TORN);
+	CHECK_EQ_U(n, 1);
+	put64(u64_at_heap(f2, L->frame_code), 8, code_t);
+	set_current_frame(ts, g);
+
+	/* a capture of the innermost frame only (reused by now): the others are read, and the read says so */
+	c = capture_of(ts, ts_len, frame_len, f3, 1);
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(py_proc_capture_use(p), PY_CAP_PART);
+	if (n == 3)
+		CHECK(!strcmp(fr[0].qualname, "reused"));
+
+	/* another thread state than the reader knows for 100, or naming another thread: not used */
+	c = capture_of(ts, ts_len, frame_len, f3, 64);
+	c.tstate = ts + 16;
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(py_proc_capture_use(p), PY_CAP_NONE);
+	CHECK_EQ_U(n, 3);
+	if (n == 3)
+		CHECK(!strcmp(fr[0].qualname, "log"));
+	c = capture_of(ts, ts_len, frame_len, f3, 64);
+	memset(cap_ts + L->tstate_native_tid, 0, 8);
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(py_proc_capture_use(p), PY_CAP_NONE);
+	if (n == 3)
+		CHECK(!strcmp(fr[0].qualname, "log"));
+	/* a capture too short to hold the thread state's fields */
+	c = capture_of(ts, ts_len, frame_len, f3, 64);
+	c.ts_len = 8;
+	py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(py_proc_capture_use(p), PY_CAP_NONE);
+	py_proc_free(p);
+}
+
+static void captures(void)
+{
+	space(0x030b0000);
+	check_captures(0x030b02f0);
+	space(0x030c0000);
+	check_captures(0x030c01f0);
+	space_313();
+	check_captures(0x030d00f0);
+}
+
 int main(void)
 {
 	heap = calloc(1, HEAP_SIZE);
@@ -1047,12 +1266,14 @@ int main(void)
 	RUN(good_311);
 	RUN(good_312);
 	RUN(sample_copy);
+	RUN(captures);
 	RUN(good_313);
 	RUN(unsupported);
 	RUN(hostile_memory);
 	RUN(budgets);
 	RUN(cache_validity);
 	RUN(code_recheck);
+	RUN(batched_decodes_all);
 	RUN(probe_files);
 	RUN(real_313_debug_offsets);
 	free(heap);

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Finding CPython in a sampled process, for the Python sampling hook
+ * (pysample.c): the table of processes by pid, the files probed for
+ * _PyRuntime (each once, by device and inode, through the process's root:
+ * it may be in a container), and the interpreters found.
+ */
+#include "pysample_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "symbolize.h"
+
+/* ---- interpreters ---- */
+
+/* The interpreter's id (under py->lock). */
+static uint32_t add_interp(struct sym_python *py, const char *path, uint32_t version,
+			   const char *unsupported)
+{
+	struct sym_python_interp *in;
+
+	for (size_t i = 0; i < py->nr_interps; i++) {
+		in = py->interps[i];
+		if (!strcmp(in->path, path) && in->version == version &&
+		    !in->unsupported == !unsupported)
+			return (uint32_t)i;
+	}
+	ALLOC_GROW(py->interps, py->nr_interps + 1, py->alloc_interps);
+	in = xmalloc(sizeof(*in));
+	*in = (struct sym_python_interp){ xstrdup(path), version, xstrdup_or_null(unsupported) };
+	py->interps[py->nr_interps] = in;
+	/* hook_eager reads the count without the lock */
+	__atomic_store_n(&py->nr_interps, py->nr_interps + 1, __ATOMIC_RELEASE);
+	return (uint32_t)py->nr_interps - 1;
+}
+
+/* The same, taking py->lock (a reader holding a process's lock may, the other way round never). */
+static uint32_t add_interp_locked(struct sym_python *py, const char *path, uint32_t version,
+				  const char *unsupported)
+{
+	uint32_t id;
+
+	pthread_mutex_lock(&py->lock);
+	id = add_interp(py, path, version, unsupported);
+	pthread_mutex_unlock(&py->lock);
+	return id;
+}
+
+/* ---- finding the interpreter ---- */
+
+/* PATH as process PID sees it: through its root, for it may live in another mount namespace (a container). */
+static int open_in(int32_t pid, const char *path)
+{
+	char root[PATH_MAX + 32];
+	int fd;
+
+	snprintf(root, sizeof(root), "/proc/%d/root%s", (int)pid, path);
+	fd = open(root, O_RDONLY | O_CLOEXEC);
+	return fd >= 0 ? fd : open(path, O_RDONLY | O_CLOEXEC);
+}
+
+/* The probe of the file at PATH in PID's file system, once per file (under py->lock). */
+static struct pyfile *probe(struct sym_python *py, int32_t pid, const char *path, uint32_t maj,
+			    uint32_t min, uint64_t ino)
+{
+	struct pyfile *f;
+	int fd;
+
+	for (size_t i = 0; i < py->nr_files; i++) {
+		f = py->files[i];
+		if (f->ino == ino && f->maj == maj && f->min == min && !strcmp(f->path, path))
+			return f;
+	}
+	ALLOC_GROW(py->files, py->nr_files + 1, py->alloc_files);
+	f = xcalloc(1, sizeof(*f));
+	py->files[py->nr_files++] = f;
+	f->maj = maj;
+	f->min = min;
+	f->ino = ino;
+	f->path = xstrdup(path);
+	fd = open_in(pid, path);
+	if (fd >= 0) {
+		f->found = py_probe_file(fd, path, &f->probe) == 0;
+		close(fd);
+	}
+	return f;
+}
+
+/* Whether the mapped file at PATH may hold an interpreter: the executable, or libpython3. */
+static bool candidate(const char *path, const char *exe)
+{
+	const char *base = strrchr(path, '/');
+
+	base = base ? base + 1 : path;
+	return !strcmp(path, exe) || !strncmp(base, "libpython3", 10);
+}
+
+static bool load_bias(int32_t pid, const char *path, uint64_t start, uint64_t pgoff, uint64_t *bias)
+{
+	int fd = open_in(pid, path);
+	bool ok = fd >= 0 && sym_elf_bias(fd, start, pgoff, bias);
+
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+/* Why ADDR in PID cannot be read: EPERM (no ptrace rights), ESRCH (gone), else EFAULT. */
+int pyproc_unreadable_why(int32_t pid, uint64_t addr)
+{
+	char c;
+	struct iovec local = { &c, 1 }, remote = { (void *)(uintptr_t)addr, 1 };
+
+	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == 1 ? EFAULT : errno;
+}
+
+/* Sets up PP's reader from the first interpreter file PID maps, if any (under PP's lock). */
+void pyproc_discover(struct sym_python *py, struct pyproc *pp)
+{
+	char path[64], exe[PATH_MAX], line[PATH_MAX + 256], err[256] = "";
+	struct py_proc_opts o = { 0 };
+	struct pyfile *f = NULL;
+	uint64_t start = 0, pgoff = 0, bias = 0;
+	ssize_t n;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)pp->pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pp->pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return;
+	while (fgets(line, sizeof(line), fp)) {
+		struct proc_map m;
+
+		if (!proc_maps_parse(line, &m) || m.path[0] != '/' || !candidate(m.path, exe))
+			continue;
+		pthread_mutex_lock(&py->lock);
+		f = probe(py, pp->pid, m.path, m.maj, m.min, m.ino);
+		/* a found file's entry is never changed again: read without the lock below */
+		if (!f->found)
+			f = NULL;
+		pthread_mutex_unlock(&py->lock);
+		if (f) {
+			start = m.start;
+			pgoff = m.pgoff;
+			break;
+		}
+	}
+	fclose(fp);
+	if (!f)
+		return;
+	__atomic_store_n(&pp->found, true, __ATOMIC_RELAXED);
+	if (!load_bias(pp->pid, f->path, start, pgoff, &bias)) {
+		pp->interp = add_interp_locked(py, f->path, f->probe.version, NULL);
+		pp->open_errno = EFAULT;
+		return;
+	}
+	if (f->probe.eval.addr) {
+		pp->eval_lo = f->probe.eval.addr + bias;
+		pp->eval_hi = pp->eval_lo + (f->probe.eval.size ? f->probe.eval.size : 1);
+	}
+	py_proc_opts_from_probe(&o, &f->probe, bias);
+	o.pid = pp->pid;
+	pp->reader = py_proc_new(&o, err, sizeof(err));
+	if (pp->reader) {
+		pp->interp = add_interp_locked(py, f->path, py_proc_version(pp->reader), NULL);
+		return;
+	}
+	pp->open_errno = errno;
+	if (errno == ENOTSUP || errno == EPROTO) {
+		/* the interpreter's own fault: every process running it is the same */
+		pp->interp = add_interp_locked(py, f->path, f->probe.version, err);
+		return;
+	}
+	/* this process only: its memory is not ours to read (ptrace rights), or it is going */
+	pp->interp = add_interp_locked(py, f->path, f->probe.version, NULL);
+	pp->open_errno = pyproc_unreadable_why(pp->pid, o.runtime);
+}
+
+/*
+ * The process entry for PID (under py->lock), to be looked at (LOOK) on
+ * first sight and after an exec or a new mapping, by whoever takes its
+ * lock next.
+ */
+struct pyproc *pyproc_of(struct sym_python *py, int32_t pid)
+{
+	uint64_t h = hash_u64((uint64_t)(uint32_t)pid);
+	size_t pos = 0;
+	uint32_t id, latest = IDX_NONE;
+	struct pyproc *pp;
+
+	while ((id = idx_next(&py->proc_idx, h, &pos)) != IDX_NONE)
+		if (py->procs[id]->pid == pid && (latest == IDX_NONE || id > latest))
+			latest = id;
+	if (latest != IDX_NONE) {
+		pp = py->procs[latest];
+		if (!pp->dead && pp->dirty && !__atomic_load_n(&pp->found, __ATOMIC_RELAXED)) {
+			/* no interpreter yet, and a file was mapped since: look again, in place */
+			pp->dirty = false;
+			__atomic_store_n(&pp->look, true, __ATOMIC_RELAXED);
+		}
+		if (!pp->dead)
+			return pp;
+	}
+	ALLOC_GROW(py->procs, py->nr_procs + 1, py->alloc_procs);
+	id = (uint32_t)py->nr_procs++;
+	pp = xcalloc(1, sizeof(*pp));
+	py->procs[id] = pp;
+	pp->pid = pid;
+	pp->look = true;
+	pthread_mutex_init(&pp->lock, NULL);
+	idx_insert(&py->proc_idx, h, id);
+	return pp;
+}
+
+/* Frees what PP's reads need, once it is gone (under its lock). */
+void pyproc_release(struct pyproc *pp)
+{
+	py_proc_free(pp->reader);
+	pp->reader = NULL;
+	free(pp->memo);
+	pp->memo = NULL;
+	pp->nr_memo = pp->alloc_memo = 0;
+	idx_release(&pp->memo_idx);
+	memset(pp->memo_hot, 0, sizeof(pp->memo_hot));
+	free(pp->frames);
+	pp->frames = NULL;
+}

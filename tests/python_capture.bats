@@ -1,0 +1,135 @@
+#!/usr/bin/env bats
+# SPDX-License-Identifier: MIT
+# Python stacks copied at the sample (--python-capture auto, sampler/perf_bpf.c): where BPF is
+# allowed, no sample costs a process_vm_readv or a wake-up, the stacks are the ones the
+# samples saw, and the report says how many were copied; where it is not (another user, the
+# ptrace backend), and by default (off), the stacks are read from the process as before.
+
+load helpers
+
+PYDIR=$BATS_TEST_DIRNAME/workloads/py
+
+teardown() {
+	[ -n "${pub:-}" ] && rm -rf "$pub"
+	return 0
+}
+
+# need_captures: root on a machine whose kernel lets proftool load its BPF program
+need_captures() {
+	[ "$(id -u)" = 0 ] || skip "captures need root (or CAP_BPF and CAP_PERFMON)"
+	run "$TOOLS/capturecheck"
+	[ "$status" -eq 0 ] || skip "$output"
+}
+
+# copied FILE: the percentage of Python stacks the header says were copied at the sample, or none
+copied() {
+	"$PROFTOOL" report --limit 0 "$1" |
+		sed -n 's/^Python stacks: [0-9]* of [0-9]* samples (\([0-9.]*\)%) copied as they were taken .*/\1/p'
+}
+
+# per_sample TRACE SAMPLES CALL: CALL's count in strace's -c summary TRACE, per sample
+per_sample() {
+	awk -v c="$3" -v n="$2" '$NF == c { k = $4 } END { printf "%.3f\n", (k + 0) / n }' "$1"
+}
+
+# pyshare NAME: the share of the samples of the folded report on stdin under Python function NAME
+pyshare() {
+	awk -v f="($1)" '{ n = $NF; t += n; if (index($0, f)) hit += n } END { printf "%.1f\n", t ? 100 * hit / t : 0 }'
+}
+
+samples_of() {
+	pjson "$1" 'len(p["samples"]["thread"])'
+}
+
+@test "python capture: a Python job's stacks are copied at the sample: no process_vm_readv and no wake-up per sample" {
+	need_captures
+	need strace strace
+	# (LeakSanitizer cannot run under strace; the other tests check for leaks)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 strace -f -c -o on.trace -e trace=process_vm_readv,epoll_wait \
+		"$PROFTOOL" record -q --python-capture auto -o on.data -- "$PYTHON3" "$PYDIR/split.py" 1 >/dev/null
+	n=$(samples_of on.data)
+	at_least "$n" 500
+	pvr=$(per_sample on.trace "$n" process_vm_readv)
+	ew=$(per_sample on.trace "$n" epoll_wait)
+	echo "captures: $n samples, process_vm_readv $pvr, epoll_wait $ew per sample" >&3
+	# what is left: a code object's header checked again every 20 ms, a sweep every 20 ms
+	awk -v a="$pvr" -v b="$ew" 'BEGIN { exit !(a <= 0.25 && b <= 0.25) }'
+	at_least "$(copied on.data)" 90
+	# the same job read from the process (the default, off): a call per sample, and no header
+	# line; a wake-up per sample too, but a loaded machine's drain thread finds a few at once
+	# (CI: 0.70)
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 strace -f -c -o off.trace -e trace=process_vm_readv,epoll_wait \
+		"$PROFTOOL" record -q -o off.data -- "$PYTHON3" "$PYDIR/split.py" 1 >/dev/null
+	n=$(samples_of off.data)
+	pvr=$(per_sample off.trace "$n" process_vm_readv)
+	ew=$(per_sample off.trace "$n" epoll_wait)
+	echo "--python-capture off: $n samples, process_vm_readv $pvr, epoll_wait $ew per sample" >&3
+	at_least "$pvr" 0.8
+	at_least "$ew" 0.4
+	[ -z "$(copied off.data)" ]
+	# and the functions' split is the same both ways
+	for f in on.data off.data; do
+		"$PROFTOOL" report --format folded "$f" >folded
+		near "$(pyshare load_batch <folded)" 50 5
+		near "$(pyshare Trainer.step <folded)" 30 5
+	done
+}
+
+# turns.py behind a shell script that runs the interpreter through a variable: without
+# captures, --python auto does not know the command is Python and reads late (14 % of the
+# SHA-256 samples under the wrong function, README); with them, every stack is as sampled
+@test "python capture: behind a launcher that hides Python, --python auto reads turns.py as sampled" {
+	need_captures
+	printf '#!/bin/sh\nexec "$TURNS_PY" "%s" 2\n' "$PYDIR/turns.py" >turns.sh
+	chmod +x turns.sh
+	TURNS_PY=$PYTHON3 record_to t.data --python-capture auto -- ./turns.sh
+	bad=$("$PROFTOOL" report --frames all --format folded t.data | awk '
+		{ n = $NF; line = $0; sub(/ [0-9]+$/, "", line); k = split(line, fr, ";") }
+		tolower(line) ~ /sha2|libcrypto/ {
+			for (j = k; j >= 1 && fr[j] !~ /\.py:[0-9]+\(/; j--)
+				;
+			with += n
+			if (j < 1 || fr[j] !~ /\(hashing\)$/) bad += n
+		}
+		END { printf "%.2f\n", with ? 100 * bad / with : 100 }')
+	echo "SHA-256 samples not under hashing: $bad%" >&3
+	awk -v b="$bad" 'BEGIN { exit !(b <= 1) }'
+	at_least "$(copied t.data)" 90
+}
+
+@test "python capture: threads started later, forked workers and an exec'd interpreter are copied too" {
+	need_captures
+	record_to t.data --python-capture auto -- "$PYTHON3" "$PYDIR/threads.py" 1
+	at_least "$(copied t.data)" 80
+	record_to p.data --python-capture auto -- "$PYTHON3" "$PYDIR/procs.py" fork 0.6
+	at_least "$(copied p.data)" 80
+	record_to e.data --python-capture auto -- sh -c "exec $PYTHON3 $PYDIR/split.py 0.5"
+	at_least "$(copied e.data)" 80
+}
+
+@test "python capture: a stack deeper than the copy is completed from the process, whole" {
+	need_captures
+	record_to d.data --python-capture auto -- "$PYTHON3" "$PYDIR/deep.py" 200 0.3
+	"$PROFTOOL" report --format folded d.data >folded
+	# the spinning innermost call's samples hold all 201 frames
+	awk '{ n = $NF; c = gsub(/\(recurse\)/, "&"); if (c) with += n; if (c == 201) hit += n }
+		END { exit !(with && hit >= 0.9 * with) }' folded
+}
+
+@test "python capture: not for another user: the stacks are read from the process, and the header says nothing of copies" {
+	need_nobody
+	public_dir "$PYDIR/split.py"
+	(cd "$pub/out" && "${AS_NOBODY[@]}" "$pub/proftool" record -q --python-capture auto -o n.data -- \
+		"$PYTHON3" "$pub/split.py" 0.5) ||
+		skip "nobody may not record here (perf_event_paranoid): see nonroot.bats"
+	[ -z "$(copied "$pub/out/n.data")" ]
+	"$PROFTOOL" report --format folded "$pub/out/n.data" >folded
+	near "$(pyshare load_batch <folded)" 50 8
+}
+
+@test "python capture: --python-capture takes auto or off; anything else is a usage error" {
+	run --separate-stderr "$PROFTOOL" record --python-capture sometimes -o x.data -- true
+	[ "$status" -eq 2 ]
+	one_error_line
+	[[ "$stderr" == *"--python-capture takes auto or off"* ]]
+}
