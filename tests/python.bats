@@ -312,7 +312,9 @@ check_turns() {
 		if (j < 1 || !isfn(fr[j], "hashing")) hit += n
 	} END { printf "%.2f\n", pct(hit, with) }')
 	echo "$PY: $s% of the samples in SHA-256 code; of those, not under hashing $bad%" >&3
-	at_least "$s" 20
+	# enough SHA-256 samples to judge by: their share is the interpreter's speed against
+	# OpenSSL's (29-31 % on Debian's 3.11, 20 % on 3.13, 17.6 % once on 3.12 in CI)
+	at_least "$s" 10
 	awk -v b="$bad" 'BEGIN { exit !(b <= 2) }' ||
 		{ echo "$bad% of the SHA-256 samples are not under hashing: read after the thread moved on" >&2; return 1; }
 }
