@@ -72,7 +72,7 @@ measure() {
 	case $var in
 	default) rec=("$PT" record -q -F "$FREQ" -o "$d/out.data" --) ;;
 	python-off) rec=("$PT" record -q -F "$FREQ" --python off -o "$d/out.data" --) ;;
-	capture) rec=("$PT" record -q -F "$FREQ" --python-capture auto -o "$d/out.data" --) ;;
+	read) rec=("$PT" record -q -F "$FREQ" --python-capture off -o "$d/out.data" --) ;;
 	fp) rec=("$PT" record -q -F "$FREQ" -g fp -o "$d/out.data" --) ;;
 	perf) rec=("${PERF[@]}" record -q -e cpu-clock -F "$FREQ" -g -o "$d/out.data" --) ;;
 	bare) rec=() ;;
@@ -140,11 +140,11 @@ target_cpu() { target_cpus "$@" | med; }
 target_spread() { target_cpus "$@" | sort -g | awk -v m="$(target_cpu "$@")" '{ a[NR] = $1 } END { printf "%.4f\n", (m > 0 ? (a[NR] - a[1]) / m : 0) }'; }
 
 # ---------------------------------------------------------------- running
-CASES=("c default" "c python-off" "py default" "py capture" "py python-off")
+CASES=("c default" "c python-off" "py default" "py read" "py python-off")
 [ "${#PERF[@]}" = 0 ] || CASES+=("c perf" "c fp" "py perf")
 # the Python job unprofiled: what the target's own CPU is without a profiler
 CASES+=("py bare")
-[ "$TORCH" = 0 ] || CASES+=("torch default" "torch capture" "torch python-off")
+[ "$TORCH" = 0 ] || CASES+=("torch default" "torch read" "torch python-off")
 progress "$RUNS rounds of ${#CASES[@]} cases, each run for $SHORT s and $LONG s, -F $FREQ"
 # rounds: every case in turn, short and long, so that the machine's drift hits all alike
 for ((i = 1; i <= RUNS; i++)); do
@@ -195,19 +195,20 @@ fi
 # A lower bound of what staleness would be on slower-changing jobs, and the bench's
 # measure of it: median of BENCH_RUNS recordings.
 progress "staleness: Python stacks at odds with their native ones, callback.py"
-STALE=() CAPTURED=()
+STALE=() CAPTURED=() READ=()
 for ((i = 0; i < RUNS; i++)); do
 	d=$T/stale.$i
 	mkdir -p "$d"
 	PROFTOOL_DEBUG_PYTHON=1 "$PT" record -q -F "$FREQ" -o "$d/out.data" -- \
 		"$PY" "$ROOT/tests/workloads/py/callback.py" 2 >/dev/null 2>"$d/stderr" || true
-	# and with captures: how many stacks came whole from the copy, how many were at odds
-	PROFTOOL_DEBUG_PYTHON=1 "$PT" record -q -F "$FREQ" --python-capture auto -o "$d/cap.data" -- \
-		"$PY" "$ROOT/tests/workloads/py/callback.py" 2 >/dev/null 2>"$d/cap.stderr" || true
+	# and read from the process after each sample (where BPF is not allowed), to compare
+	PROFTOOL_DEBUG_PYTHON=1 "$PT" record -q -F "$FREQ" --python-capture off -o "$d/off.data" -- \
+		"$PY" "$ROOT/tests/workloads/py/callback.py" 2 >/dev/null 2>"$d/off.stderr" || true
 	n=$(samples default "$d/out.data" 2>/dev/null || echo 0)
 	m=$(sed -n 's/.* \([0-9][0-9]*\) paired by position.*/\1/p' "$d/stderr" | tail -1)
 	# how many of its stacks came whole from what was captured at the sample (BPF, root)
-	CAPTURED+=("$(sed -n 's/.*debug: \([0-9][0-9]*\) Python stacks read.* \([0-9][0-9]*\) paired by position; \([0-9][0-9]*\) from what was captured.*/\3 \1 \2/p' "$d/cap.stderr" | tail -1)")
+	CAPTURED+=("$(sed -n 's/.*debug: \([0-9][0-9]*\) Python stacks read.* \([0-9][0-9]*\) paired by position; \([0-9][0-9]*\) from what was captured.*/\3 \1 \2/p' "$d/stderr" | tail -1)")
+	READ+=("$(sed -n 's/.*debug: \([0-9][0-9]*\) Python stacks read.* \([0-9][0-9]*\) paired by position.*/\2 \1/p' "$d/off.stderr" | tail -1)")
 	[ -n "$m" ] && [ "${n:-0}" -gt 0 ] && STALE+=("$(awk -v m="$m" -v n="$n" 'BEGIN { printf "%.2f", 100 * m / n }')")
 done
 
@@ -261,12 +262,12 @@ if [ "${#PERF[@]}" != 0 ]; then
 	row c fp "$C_LABEL" "-g fp (as perf -g)"
 	row c perf "$C_LABEL" "perf record -g"
 fi
-row py default "$PY_LABEL" "default (--python auto)"
-row py capture "$PY_LABEL" "--python-capture auto"
+row py default "$PY_LABEL" "default (copied at the sample)"
+row py read "$PY_LABEL" "--python-capture off"
 row py python-off "$PY_LABEL" "--python off"
 if [ "$TORCH" = 1 ]; then
-	row torch default "PyTorch, 8 workers (torchjob.py)" "default (--python auto)"
-	row torch capture "PyTorch, 8 workers (torchjob.py)" "--python-capture auto"
+	row torch default "PyTorch, 8 workers (torchjob.py)" "default (copied at the sample)"
+	row torch read "PyTorch, 8 workers (torchjob.py)" "--python-capture off"
 	row torch python-off "PyTorch, 8 workers (torchjob.py)" "--python off"
 else
 	fmt "PyTorch (torchjob.py)" "skipped: $PY cannot import torch" "" "" "" "" ""
@@ -331,8 +332,9 @@ stale_row "Python frames newer (turns.py)" "% of SHA-256 samples, median" \
 	"of turns.py's samples in SHA-256 code are not under hashing" "${TURNS[@]}"
 
 section ""
-section "--python-capture auto (root, or CAP_BPF and CAP_PERFMON), callback.py: Python stacks read whole from what"
+section "callback.py by default (root, or CAP_BPF and CAP_PERFMON): Python stacks read whole from what"
 section "  a BPF program copied at the sample, and stacks at odds with their native ones: $(printf '%s\n' "${CAPTURED[@]}" | awk 'NF == 3 { c += $1; r += $2; m += $3 } END { if (r) printf "%.1f%% and %.2f%% of %d", 100 * c / r, 100 * m / r, r; else print "none" }')"
+section "  with --python-capture off, read from the process after each sample: $(printf '%s\n' "${READ[@]}" | awk 'NF == 2 { m += $1; r += $2 } END { if (r) printf "%.2f%% of %d at odds", 100 * m / r, r; else print "none read" }')"
 if [ "$STRACE" = 1 ]; then
 	n=$(cat "$T/strace/samples")
 	section "system calls of proftool per sample while the target ran, strace -f of a 2 s Python recording (default options, $n samples):"

@@ -29,7 +29,7 @@ struct sampling_opts {
 	bool wall;              /* --mode wall */
 	bool python;            /* --python auto or on: merge CPython frames */
 	bool python_on;         /* --python on: read every sample's at once, Python command or not */
-	bool python_capture;    /* --python-capture auto: copy the frames at the sample where BPF may (default off) */
+	bool python_capture;    /* --python-capture auto: copy the frames at the sample where BPF may (the default) */
 	bool unwind_scan;       /* --unwind-scan on: scan for the callers of code without CFI */
 	bool python_likely;     /* the target looks like Python from the start (set by the caller) */
 	enum regions_mode regions; /* --regions */

@@ -60,12 +60,12 @@ const char sampling_usage[] =
 	"                       torchrun...): for a launcher that hides it (every sample\n"
 	"                       wakes proftool, unless --python-capture auto)\n"
 	"  --python-capture auto|off\n"
-	"                       auto: where BPF is allowed (root, or CAP_BPF and\n"
-	"                       CAP_PERFMON; perf backend), a BPF program copies each\n"
-	"                       sample's thread state and Python frames as it is taken, so\n"
-	"                       no sample wakes proftool (a new process's first samples are\n"
-	"                       read late); off (default): proftool reads them itself from\n"
-	"                       the process at each sample\n"
+	"                       auto (default): where BPF is allowed (root, or CAP_BPF\n"
+	"                       and CAP_PERFMON; perf backend), a BPF program copies\n"
+	"                       each sample's thread state and Python frames as it is\n"
+	"                       taken, so that only a new process's or thread's first\n"
+	"                       sample wakes proftool; off: proftool reads them itself\n"
+	"                       from the process at each sample\n"
 	"  --regions auto|itt|all|off\n"
 	"                       collect the named regions the program marks (<proftool.h>,\n"
 	"                       the proftool Python module); itt or all: also Intel ITT\n"
@@ -93,6 +93,7 @@ void sampling_opts_init(struct sampling_opts *o)
 	o->callgraph = SAMPLER_CG_DWARF;
 	o->event = SAMPLER_EVENT_CPU_CLOCK;
 	o->python = true;
+	o->python_capture = true;
 	o->unwind_scan = true;
 	o->regions = REGIONS_AUTO;
 }

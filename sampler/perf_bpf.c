@@ -15,6 +15,14 @@
  * sample it belongs to. Inherited events (children, new threads) run
  * their parent's program.
  *
+ * A sample of a process or thread the hook has not described yet has no
+ * capture: the program writes a short record through a second BPF_OUTPUT
+ * event per CPU instead, one that wakes the drain thread at once, so the
+ * hook reads that sample while it is fresh (a forked worker's first
+ * samples) and describes the process. The hook marks what has nothing to
+ * copy (a process without Python, a thread without a thread state) with
+ * an empty entry: then the program does nothing, and nothing wakes.
+ *
  * It needs CAP_BPF and CAP_PERFMON (root): elsewhere loading fails and the
  * hook reads the thread itself, as before.
  */
@@ -37,6 +45,7 @@
  * pointer: no canonical address has it (perf_drain.c tells them apart so).
  */
 #define CAP_MAGIC PERF_CAPTURE_MAGIC
+#define WAKE_MAGIC PERF_CAPTURE_WAKE_MAGIC
 #define CAP_HDR 32
 #define CAP_SLOT (8 + SAMPLER_CAPTURE_NODE_MAX)
 #define CAP_SIZE (CAP_HDR + SAMPLER_CAPTURE_START_MAX + SAMPLER_CAPTURE_NODES * CAP_SLOT)
@@ -44,12 +53,13 @@
 #define CAP_MAX_THREADS 65536
 
 struct sampler_capture {
-	int procs_fd, threads_fd, scratch_fd, out_fd, prog_fd;
+	int procs_fd, threads_fd, scratch_fd, out_fd, wake_fd, prog_fd;
 	int *outs;              /* the BPF_OUTPUT event of each CPU */
+	int *wakes;             /* and the one that wakes the drain thread */
 	unsigned nr_outs;
 };
 
-/* The per-process map's value: struct sampler_capture_layout, as the program reads it. */
+/* The per-process map's value: struct sampler_capture_layout, as the program reads it (START_LEN 0: nothing). */
 struct cap_proc {
 	uint32_t start_len, node_len, ind1, ind2, next, pad;
 };
@@ -178,27 +188,31 @@ static int read_user(struct prog *p, int dst, int32_t dst_off, int len_reg, int3
 /*
  * The program. Registers kept across calls: R6 the context, R7 the
  * pid/tgid word, R8 the process's layout, R9 the per-CPU scratch record.
- * Stack: FP-4 the key, FP-16 the start address, FP-24 the next node.
+ * Stack: FP-4 the key, FP-16 the start address, FP-24 the next node,
+ * FP-32 the wake-up record.
  */
 static void build(struct prog *p, const struct sampler_capture *c)
 {
-	int ends[8 + 3 * SAMPLER_CAPTURE_NODES], outs[3 * SAMPLER_CAPTURE_NODES + 1];
+	int ends[10 + 3 * SAMPLER_CAPTURE_NODES], outs[3 * SAMPLER_CAPTURE_NODES + 1], wakes[2];
 	size_t ne = 0, no = 0;
-	int direct, second, out, end;
+	int direct, second, out, end, wake, done;
 
 	mov(p, R6, R1);
 	call(p, BPF_FUNC_get_current_pid_tgid);
 	mov(p, R7, R0);
-	/* the process's layout: none, nothing to do */
+	/* the process's layout: none yet, wake the hook; empty, nothing to do */
 	mov(p, R1, R7);
 	rshi(p, R1, 32);
 	stx(p, BPF_W, FP, -4, R1);
-	ends[ne++] = lookup(p, c->procs_fd, -4);
+	wakes[0] = lookup(p, c->procs_fd, -4);
 	mov(p, R8, R0);
-	/* the thread's start */
+	ldx(p, BPF_W, R1, R8, 0);
+	ends[ne++] = jmp(p, BPF_JEQ, R1, -1, 0);
+	/* the thread's start: likewise */
 	stx(p, BPF_W, FP, -4, R7);
-	ends[ne++] = lookup(p, c->threads_fd, -4);
+	wakes[1] = lookup(p, c->threads_fd, -4);
 	ldx(p, BPF_DW, R1, R0, 0);
+	ends[ne++] = jmp(p, BPF_JEQ, R1, -1, 0);
 	stx(p, BPF_DW, FP, -16, R1);
 	sti(p, BPF_W, FP, -4, 0);
 	ends[ne++] = lookup(p, c->scratch_fd, -4);
@@ -266,7 +280,23 @@ static void build(struct prog *p, const struct sampler_capture *c)
 	INSN(.code = 0);
 	mov(p, R4, R9);
 	call(p, BPF_FUNC_perf_event_output);
+	done = jmp(p, BPF_JA, 0, -1, 0);
+	/* not described yet: the magic and the thread, through the event that wakes */
+	wake = (int)p->n;
+	for (size_t i = 0; i < ARRAY_SIZE(wakes); i++)
+		patch(p, wakes[i], wake);
+	sti(p, BPF_W, FP, -32, (int32_t)WAKE_MAGIC);
+	stx(p, BPF_W, FP, -28, R7);
+	mov(p, R1, R6);
+	ld_map(p, R2, c->wake_fd);
+	INSN(.code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = R3, .imm = (int32_t)BPF_F_CURRENT_CPU);
+	INSN(.code = 0);
+	mov(p, R4, FP);
+	addi(p, R4, -32);
+	movi(p, R5, 8);
+	call(p, BPF_FUNC_perf_event_output);
 	end = (int)p->n;
+	patch(p, done, end);
 	for (size_t i = 0; i < ne; i++)
 		patch(p, ends[i], end);
 	/* 1: the sample is written as ever */
@@ -280,14 +310,20 @@ void perf_capture_free(struct sampler_capture *c)
 {
 	if (!c)
 		return;
-	for (unsigned i = 0; i < c->nr_outs; i++)
+	for (unsigned i = 0; i < c->nr_outs; i++) {
 		if (c->outs[i] >= 0)
 			close(c->outs[i]);
+		if (c->wakes[i] >= 0)
+			close(c->wakes[i]);
+	}
 	free(c->outs);
+	free(c->wakes);
 	if (c->prog_fd >= 0)
 		close(c->prog_fd);
 	if (c->out_fd >= 0)
 		close(c->out_fd);
+	if (c->wake_fd >= 0)
+		close(c->wake_fd);
 	if (c->scratch_fd >= 0)
 		close(c->scratch_fd);
 	if (c->threads_fd >= 0)
@@ -304,12 +340,13 @@ struct sampler_capture *perf_capture_new(unsigned max_cpu)
 	union bpf_attr a;
 	int e;
 
-	c->procs_fd = c->threads_fd = c->scratch_fd = c->out_fd = c->prog_fd = -1;
+	c->procs_fd = c->threads_fd = c->scratch_fd = c->out_fd = c->wake_fd = c->prog_fd = -1;
 	c->procs_fd = map_create(BPF_MAP_TYPE_HASH, 4, sizeof(struct cap_proc), CAP_MAX_PROCS);
 	c->threads_fd = map_create(BPF_MAP_TYPE_HASH, 4, 8, CAP_MAX_THREADS);
 	c->scratch_fd = map_create(BPF_MAP_TYPE_PERCPU_ARRAY, 4, CAP_SIZE, 1);
 	c->out_fd = map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, max_cpu);
-	if (c->procs_fd < 0 || c->threads_fd < 0 || c->scratch_fd < 0 || c->out_fd < 0)
+	c->wake_fd = map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, max_cpu);
+	if (c->procs_fd < 0 || c->threads_fd < 0 || c->scratch_fd < 0 || c->out_fd < 0 || c->wake_fd < 0)
 		goto fail;
 	build(&p, c);
 	memset(&a, 0, sizeof(a));
@@ -324,8 +361,9 @@ struct sampler_capture *perf_capture_new(unsigned max_cpu)
 	if (c->prog_fd < 0)
 		goto fail;
 	c->outs = xmalloc(max_cpu * sizeof(*c->outs));
+	c->wakes = xmalloc(max_cpu * sizeof(*c->wakes));
 	for (unsigned i = 0; i < max_cpu; i++)
-		c->outs[i] = -1;
+		c->outs[i] = c->wakes[i] = -1;
 	c->nr_outs = max_cpu;
 	return c;
 fail:
@@ -335,7 +373,12 @@ fail:
 	return NULL;
 }
 
-int perf_capture_attach(struct perf_sampler *s, struct sampler_capture *c)
+/*
+ * A BPF_OUTPUT event on ring B's CPU, written into B's ring, as entry KEY
+ * of map MAP; in *FD. It wakes the drain thread by the ring's watermark,
+ * or at each record where WAKE.
+ */
+static int output_open(struct perf_sampler *s, struct cpu_buf *b, int map, uint32_t key, bool wake, int *fd)
 {
 	struct perf_event_attr a;
 
@@ -347,22 +390,36 @@ int perf_capture_attach(struct perf_sampler *s, struct sampler_capture *c)
 	a.sample_period = 1;
 	a.use_clockid = s->attr.use_clockid;
 	a.clockid = s->attr.clockid;
-	a.watermark = 1;
-	a.wakeup_watermark = s->attr.wakeup_watermark ? s->attr.wakeup_watermark : 1;
+	if (wake) {
+		a.wakeup_events = 1;
+	} else {
+		a.watermark = 1;
+		a.wakeup_watermark = s->attr.wakeup_watermark ? s->attr.wakeup_watermark : 1;
+	}
+	*fd = (int)syscall(__NR_perf_event_open, &a, -1, b->cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	if (ioctl(*fd, PERF_EVENT_IOC_SET_OUTPUT, b->fd) < 0 || ioctl(*fd, PERF_EVENT_IOC_ENABLE, 0) < 0 ||
+	    map_set(map, &key, fd) < 0)
+		return -errno;
+	return 0;
+}
+
+int perf_capture_attach(struct perf_sampler *s, struct sampler_capture *c)
+{
+	int ret;
+
 	for (unsigned i = 0; i < s->nr_cpus && i < c->nr_outs; i++) {
 		struct cpu_buf *b = &s->cpus[i];
 		uint32_t key = (uint32_t)b->cpu;
-		int fd = (int)syscall(__NR_perf_event_open, &a, -1, b->cpu, -1, PERF_FLAG_FD_CLOEXEC);
 
-		if (fd < 0)
-			return -errno;
-		c->outs[i] = fd;
-		if (ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, b->fd) < 0 || ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
-			return -errno;
 		if (key >= c->nr_outs)
 			return -ERANGE;
-		if (map_set(c->out_fd, &key, &fd) < 0)
-			return -errno;
+		ret = output_open(s, b, c->out_fd, key, false, &c->outs[i]);
+		if (!ret)
+			ret = output_open(s, b, c->wake_fd, key, true, &c->wakes[i]);
+		if (ret < 0)
+			return ret;
 		if (ioctl(b->fd, PERF_EVENT_IOC_SET_BPF, c->prog_fd) < 0)
 			return -errno;
 		for (size_t j = 0; j < b->nr_more; j++)
@@ -399,12 +456,15 @@ bool perf_capture_decode(const void *raw, size_t len, struct sampler_captured *o
 
 int sampler_capture_proc(struct sampler_capture *c, int32_t pid, const struct sampler_capture_layout *l)
 {
-	struct cap_proc v = { l->start_len, l->node_len, l->ind1, l->ind2, l->next, 0 };
+	struct cap_proc v = { 0 };
 	uint32_t key = (uint32_t)pid;
 
-	if (l->start_len > SAMPLER_CAPTURE_START_MAX || l->node_len > SAMPLER_CAPTURE_NODE_MAX ||
-	    (l->node_len & 7) || (l->next & 7) || l->next + 8 > l->node_len)
-		return -EINVAL;
+	if (l) {
+		if (!l->start_len || l->start_len > SAMPLER_CAPTURE_START_MAX || l->node_len > SAMPLER_CAPTURE_NODE_MAX ||
+		    (l->node_len & 7) || (l->next & 7) || l->next + 8 > l->node_len)
+			return -EINVAL;
+		v = (struct cap_proc){ l->start_len, l->node_len, l->ind1, l->ind2, l->next, 0 };
+	}
 	return map_set(c->procs_fd, &key, &v);
 }
 
@@ -412,10 +472,6 @@ int sampler_capture_thread(struct sampler_capture *c, int32_t tid, uint64_t star
 {
 	uint32_t key = (uint32_t)tid;
 
-	if (!start) {
-		map_del(c->threads_fd, &key);
-		return 0;
-	}
 	return map_set(c->threads_fd, &key, &start);
 }
 

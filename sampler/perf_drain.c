@@ -349,6 +349,13 @@ static size_t drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage 
 		if (h.size < sizeof(h) || tail + h.size > head)
 			break;
 		if (s->capture && h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 16 &&
+		    (ring_u64(data, b->data_size, tail + sizeof(h)) >> 32) == PERF_CAPTURE_WAKE_MAGIC) {
+			/* it woke this sweep, for the sample after it: nothing else in it */
+			b->cap_tid = 0;
+			tail += h.size;
+			continue;
+		}
+		if (s->capture && h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 16 &&
 		    (ring_u64(data, b->data_size, tail + sizeof(h)) >> 32) == PERF_CAPTURE_MAGIC) {
 			/* a capture: kept for the sample after it (its raw data, 8-byte aligned) */
 			size_t raw = h.size - sizeof(h) - 4;

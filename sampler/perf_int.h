@@ -187,6 +187,8 @@ void perf_capture_free(struct sampler_capture *c);
  * pointer has (not a canonical address).
  */
 #define PERF_CAPTURE_MAGIC 0xb0f0c0deu
+/* and a wake-up's (the magic, then the tid: a sample of something not described yet) */
+#define PERF_CAPTURE_WAKE_MAGIC 0xb0f0c0dfu
 /* Decodes a capture's raw data (RAW, LEN bytes: 8-byte aligned) into *OUT and *TID; false when malformed. */
 bool perf_capture_decode(const void *raw, size_t len, struct sampler_captured *out, int32_t *tid);
 

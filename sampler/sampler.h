@@ -110,11 +110,18 @@ struct sampler_captured {
 
 struct sampler_capture;
 
-/* The process PID's layout; 0 or a negative errno. Any thread may call these. */
+/*
+ * A sample of a process or thread not described yet wakes the drain
+ * thread at once, for the hook to read it while it is fresh and describe
+ * it. Any thread may call these.
+ *
+ * The process PID's layout, or NULL: nothing to copy, and nothing to wake
+ * for (no interpreter); 0 or a negative errno.
+ */
 int sampler_capture_proc(struct sampler_capture *c, int32_t pid, const struct sampler_capture_layout *l);
-/* Thread TID's start address (0: forget it); 0 or a negative errno. */
+/* Thread TID's start address, or 0: nothing to copy nor wake for; 0 or a negative errno. */
 int sampler_capture_thread(struct sampler_capture *c, int32_t tid, uint64_t start);
-/* Forgets process PID (it exited or exec'd). */
+/* Forgets process PID (it exited or exec'd, or may have become worth copying): it wakes again. */
 void sampler_capture_forget_proc(struct sampler_capture *c, int32_t pid);
 
 struct sampler_hook {

@@ -349,6 +349,13 @@ struct py_code *py_code_recent(struct py_codes *c, uint64_t addr)
 	return code && c->now - code->checked_ns < PY_CODE_RECHECK_NS ? code : NULL;
 }
 
+struct py_code *py_code_trusted(struct py_codes *c, uint64_t addr)
+{
+	struct py_code *code = cached(c, addr);
+
+	return code && c->now - code->checked_ns < PY_CODE_TRUST_NS ? code : NULL;
+}
+
 /* Whether HDR, the header of the code object at ADDR, matches its cached entry's. */
 static bool hdr_matches(struct py_code *code, const struct py_layout *l, const uint8_t *hdr)
 {

@@ -48,6 +48,7 @@ struct thread_entry {
 	uint64_t last_codes[SPEC_CODES];
 	size_t nr_last_codes;
 	uint64_t registered;            /* the thread state registered for captures, 0 none */
+	bool registered_set;            /* REGISTERED was (0: that the thread has none) */
 };
 
 /* Where a stack's distinct code object stands once read_codes is over. */

@@ -119,16 +119,25 @@ static uint64_t monotonic_ns(void)
 
 /*
  * Captures (under PP's lock): the process's layout once its reader is set
- * up, and each thread state the reads found.
+ * up, and each thread state the reads found (0 for a thread without one);
+ * a process without a reader (no interpreter, or not ours to read) as
+ * nothing to copy, so that its samples do not wake the sampler. A process
+ * the capture does not know, or whose layout it cannot copy, wakes it at
+ * each sample, to be read at once as without captures.
  */
-static void capture_register(struct sym_python *py, struct pyproc *pp, int32_t tid)
+static void capture_register(struct sym_python *py, struct pyproc *pp, int32_t tid, bool dead)
 {
 	struct sampler_capture *c = __atomic_load_n(&py->capture, __ATOMIC_ACQUIRE);
 	struct sampler_capture_layout l;
 	uint64_t tstate;
 
-	if (!c || !pp->reader)
+	if (!c || dead)
 		return;
+	if (!pp->reader) {
+		if (!__atomic_exchange_n(&pp->cap_empty, true, __ATOMIC_RELAXED))
+			sampler_capture_proc(c, pp->pid, NULL);
+		return;
+	}
 	if (!pp->cap_registered) {
 		pp->cap_registered = true;
 		if (!py_capture_layout(pp->reader, &l.start_len, &l.node_len, &l.ind1, &l.ind2, &l.next) ||
@@ -179,6 +188,7 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 	if (__atomic_exchange_n(&pp->look, false, __ATOMIC_RELAXED) && !dead)
 		pyproc_discover(py, pp);
 	if (!pp->found) {
+		capture_register(py, pp, tid, dead);
 		pthread_mutex_unlock(&pp->lock);
 		return 0;
 	}
@@ -210,7 +220,7 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 	if (pp->reader) {
 		bool whole = py_proc_capture_use(pp->reader) == PY_CAP_WHOLE;
 
-		capture_register(py, pp, tid);
+		capture_register(py, pp, tid, dead);
 		__atomic_add_fetch(&py->captured, whole, __ATOMIC_RELAXED);
 		hdr.flags = whole ? PYX_CAPTURED : 0;
 		/*
@@ -226,6 +236,8 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 		if (py->debug)
 			__atomic_add_fetch(&py->read_ns, thread_cpu_ns() - t0, __ATOMIC_RELAXED);
 	}
+	if (!pp->reader)
+		capture_register(py, pp, tid, dead);
 	dead |= __atomic_load_n(&pp->dead, __ATOMIC_ACQUIRE);
 	hdr.interp = pp->interp;
 	hdr.status = !pp->reader && pp->open_errno == EPERM ? PYX_NOT_PERMITTED :
@@ -282,6 +294,9 @@ static void hook_task(void *arg, enum sampler_task_event ev, int32_t pid)
 			continue;
 		if (ev == SAMPLER_TASK_MMAP) {
 			pp->dirty = true;
+			/* an interpreter may have come with it: the next sample wakes, to look */
+			if (c && __atomic_exchange_n(&pp->cap_empty, false, __ATOMIC_RELAXED))
+				sampler_capture_forget_proc(c, pid);
 			continue;
 		}
 		__atomic_store_n(&pp->dead, true, __ATOMIC_RELEASE);

@@ -59,6 +59,7 @@ struct pyproc {
 	uint32_t memo_hot[MEMO_HOT]; /* the same, direct-mapped in front of it (id + 1, 0 empty) */
 	struct py_frame *frames; /* scratch: one stack */
 	bool cap_registered;    /* its layout is the capture's (under LOCK) */
+	bool cap_empty;         /* the capture has it as nothing to copy (atomic) */
 };
 
 struct pyfunc {

@@ -166,8 +166,11 @@ static enum py_status find_tstate(struct py_proc *p, int32_t tid, uint8_t *hdr, 
 			}
 		}
 	}
+	/* a thread without one (a native thread) is remembered as such, for captures */
 	if (t)
 		t->tstate = 0;
+	else if (st == PY_STACK_NO_THREAD)
+		thread_remember(p, tid, 0);
 	return st;
 }
 
@@ -224,8 +227,9 @@ bool py_proc_tstate_to_register(struct py_proc *p, int32_t tid, uint64_t *tstate
 {
 	struct thread_entry *t = thread_cached(p, tid);
 
-	if (!t || !t->tstate || t->registered == t->tstate)
+	if (!t || (t->registered_set && t->registered == t->tstate))
 		return false;
+	t->registered_set = true;
 	t->registered = *tstate = t->tstate;
 	return true;
 }

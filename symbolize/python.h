@@ -237,7 +237,8 @@ bool py_capture_layout(const struct py_proc *p, uint32_t *ts_len, uint32_t *fram
 		       uint32_t *ind2, uint32_t *next);
 /*
  * Thread TID's thread state, once, when the last read found one not
- * registered for captures yet (then it is); false otherwise.
+ * registered for captures yet (then it is), or 0 once it found that the
+ * thread has none; false otherwise.
  */
 bool py_proc_tstate_to_register(struct py_proc *p, int32_t tid, uint64_t *tstate);
 /* How P's last read used its capture: not at all, for all it read, or for the first frames only. */
@@ -420,6 +421,7 @@ void py_codes_free(struct py_codes *c);
  * of a read's system time.
  */
 #define PY_CODE_RECHECK_NS (20u * 1000 * 1000)
+#define PY_CODE_TRUST_NS (1000u * 1000 * 1000)
 
 /*
  * A stack read begins at NOW (time_mono_ns): its budgets of PY_MAX_DECODE
@@ -429,6 +431,12 @@ void py_codes_begin_read(struct py_codes *c, uint64_t now);
 
 /* The cached code object at ADDR when its header matched within PY_CODE_RECHECK_NS, else NULL. */
 struct py_code *py_code_recent(struct py_codes *c, uint64_t addr);
+/*
+ * The cached code object at ADDR when its header matched within
+ * PY_CODE_TRUST_NS, else NULL: what a captured frame ran when its code
+ * object cannot be checked any more (freed, or its process gone).
+ */
+struct py_code *py_code_trusted(struct py_codes *c, uint64_t addr);
 
 /*
  * Before decoding the code objects at ADDRS[WHICH[i]] (i < N), whose

@@ -382,14 +382,24 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 			code_status = (c = py_code_recent(p->codes, w->code)) ? PY_STACK_COMPLETE : PY_STACK_TORN;
 		else
 			code_status = py_code_get(p->codes, &p->t, w->code, p->code_hdr[w->code_idx], &c);
+		/*
+		 * The frame is the sample's own, from its capture, and its code
+		 * object cannot be checked now: freed since the sample (a
+		 * module's body once imported, a script's once the interpreter
+		 * finalizes: mimalloc writes over its type) or gone with its
+		 * process (a short-lived worker whose samples are drained after
+		 * it exits). What the cache found at that address within
+		 * PY_CODE_TRUST_NS is what the frame ran.
+		 */
+		if ((code_status == PY_STACK_TORN || code_status == PY_STACK_UNREADABLE) && w->captured &&
+		    (c = py_code_trusted(p->codes, w->code)))
+			code_status = PY_STACK_COMPLETE;
 		if (code_status != PY_STACK_COMPLETE && w->captured &&
 		    (code_status == PY_STACK_TORN || code_status == PY_STACK_UNREADABLE)) {
 			/*
-			 * The frame is the sample's own, from its capture; its code
-			 * object was freed since (a module's body, once imported, or
-			 * exec'd code): it is left out, and the frames around it
-			 * stay. Where it began its loop's run, so does the frame
-			 * inside it.
+			 * The same, with nothing cached for it lately: it is left
+			 * out, and the frames around it stay. Where it began its
+			 * loop's run, so does the frame inside it.
 			 */
 			if (k && (w->flags & PY_FRAME_ENTRY))
 				out[k - 1].flags |= PY_FRAME_ENTRY;

@@ -27,6 +27,7 @@
 static uint8_t *heap;
 static size_t heap_used;
 static unsigned reads, calls;
+static bool gone;                       /* the process has ended: every read fails */
 static uint64_t now = 1000000000000ull; /* the readers' clock: a test moves it on */
 
 static uint64_t fake_clock(void)
@@ -38,6 +39,10 @@ static int fake_read(void *arg, const struct py_read *r, size_t n)
 {
 	(void)arg;
 	calls++;
+	if (gone) {
+		errno = ESRCH;
+		return -1;
+	}
 	for (size_t i = 0; i < n; i++) {
 		reads++;
 		if (r[i].addr < HEAP || r[i].addr + r[i].len > HEAP + HEAP_SIZE || r[i].addr + r[i].len < r[i].addr)
@@ -1180,6 +1185,13 @@ static void check_captures(uint32_t hex)
 	CHECK(py_proc_tstate_to_register(p, 100, &tstate));
 	CHECK_EQ_U(tstate, ts);
 	CHECK(!py_proc_tstate_to_register(p, 100, &tstate));
+	/* a thread without a thread state (a native thread): registered once, as 0 */
+	n = py_read_stack(p, 101, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_NO_THREAD);
+	tstate = 1;
+	CHECK(py_proc_tstate_to_register(p, 101, &tstate));
+	CHECK_EQ_U(tstate, 0);
+	CHECK(!py_proc_tstate_to_register(p, 101, &tstate));
 
 	/* sampled in step, read once the thread moved on to log and step's frame was reused */
 	c = capture_of(ts, ts_len, frame_len, f3, 64);
@@ -1198,12 +1210,37 @@ static void check_captures(uint32_t hex)
 	}
 
 	/*
+	 * the process has ended by the read (a short-lived worker): the
+	 * captured frames whose code objects were cached keep their names,
+	 * however long ago they were checked; step's frame, reused by a code
+	 * object never read, is left out. Without a capture, nothing.
+	 */
+	c = capture_of(ts, ts_len, frame_len, f3, 64);
+	now += 100000000;
+	gone = true;
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(n, 2);
+	if (n == 2) {
+		CHECK(!strcmp(fr[0].qualname, "train"));
+		CHECK(!strcmp(fr[1].qualname, "<module>"));
+	}
+	CHECK_EQ_U(py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st), 0);
+	gone = false;
+
+	/*
 	 * train's code object freed since the sample (its memory reused): its
-	 * captured frame is left out, the frames around it stay
+	 * captured frame keeps the name the cache found there within
+	 * PY_CODE_TRUST_NS; past that it is left out, the frames around it stay
 	 */
 	c = capture_of(ts, ts_len, frame_len, f3, 64);
 	now += 100000000;       /* past the recheck: the code objects' headers are read again */
 	put64(u64_at_heap(f2, L->frame_code), 8, unicode_t);
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 3);
+	if (n == 3)
+		CHECK(!strcmp(fr[1].qualname, "train"));
+	now += PY_CODE_TRUST_NS;
 	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
 	CHECK_EQ_U(st, PY_STACK_COMPLETE);
 	CHECK_EQ_U(n, 2);
