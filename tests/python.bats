@@ -775,9 +775,10 @@ check_python_off() {
 	for f in auto off; do
 		"$PROFTOOL" report --frames all --limit 0 "$f.data" | table_rows >"$f.rows"
 	done
-	# every function with 1% of either run is in the table of the other
+	# every function with 1% of either run is in the table of the other (the program's:
+	# the kernel's interrupt entry took 1 % of one run and none of the other once in CI)
 	for f in auto off; do
-		awk -F '\t' '$1 >= 1 { print $2 }' "$f.rows" | sort -u >"$f.main"
+		awk -F '\t' '$1 >= 1 && $2 !~ /^\[kernel\]/ { print $2 }' "$f.rows" | sort -u >"$f.main"
 		cut -f2 "$f.rows" | sort -u >"$f.all"
 	done
 	comm -23 auto.main off.all >only-auto
