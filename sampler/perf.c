@@ -3,6 +3,8 @@
 #include "perf_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -63,15 +65,37 @@ const char *sampler_event_name(enum sampler_event ev)
 }
 
 /*
- * Captures at the sample, where the hook can use them and BPF is allowed:
- * then no sample need wake the drain thread for the hook.
+ * Whether proftool runs in the first PID namespace: the program keys its
+ * maps by the pids the kernel sees there, the samples carry the pids of
+ * proftool's namespace. A nested one has a parent to open (a namespace
+ * whose parent is out of reach is the first, or one whose user namespace
+ * may not load BPF anyway).
+ */
+static bool init_pid_ns(void)
+{
+	int fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC), parent;
+
+	if (fd < 0)
+		return true;
+	parent = ioctl(fd, NS_GET_PARENT);
+	close(fd);
+	if (parent < 0)
+		return true;
+	close(parent);
+	return false;
+}
+
+/*
+ * Captures at the sample, where the hook can use them and BPF is allowed
+ * (and the pids agree: not in a container's own PID namespace): then no
+ * sample need wake the drain thread for the hook.
  */
 static void capture_try(struct perf_sampler *s, const int *cpus)
 {
 	const struct sampler_hook *hk = s->opts.hook;
 	int max_cpu = 0;
 
-	if (!hk || !hk->capture || s->opts.no_capture)
+	if (!hk || !hk->capture || s->opts.no_capture || !init_pid_ns())
 		return;
 	for (unsigned i = 0; i < s->nr_cpus; i++)
 		if (cpus[i] + 1 > max_cpu)

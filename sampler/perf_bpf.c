@@ -475,6 +475,15 @@ int sampler_capture_thread(struct sampler_capture *c, int32_t tid, uint64_t star
 	return map_set(c->threads_fd, &key, &start);
 }
 
+void perf_capture_exit(struct sampler_capture *c, int32_t pid, int32_t tid)
+{
+	uint32_t key = (uint32_t)tid;
+
+	map_del(c->threads_fd, &key);
+	if (pid == tid)
+		sampler_capture_forget_proc(c, pid);
+}
+
 void sampler_capture_forget_proc(struct sampler_capture *c, int32_t pid)
 {
 	uint32_t key = (uint32_t)pid;

@@ -227,6 +227,11 @@ static uint32_t hook_record(struct perf_sampler *s, struct cpu_buf *b, struct st
 		/* the capture just before it on the ring, when of its thread */
 		has_cap = b->cap_tid && perf_capture_decode(b->cap, b->cap_len, &cd, &cap_tid) &&
 			  cap_tid == (int32_t)u32[1];
+		/* the program met the thread undescribed: an empty capture says so */
+		if (!has_cap && b->woke_tid && b->woke_tid == (int32_t)u32[1]) {
+			memset(&cd, 0, sizeof(cd));
+			has_cap = true;
+		}
 		n = hk->sample(hk->arg, (int32_t)u32[0], (int32_t)u32[1], has_us ? &us : NULL, has_cap ? &cd : NULL,
 			       st->buf + off + len, cap);
 		return (uint32_t)((n < cap ? n : cap) + 7) & ~7u;
@@ -241,9 +246,12 @@ static uint32_t hook_record(struct perf_sampler *s, struct cpu_buf *b, struct st
 		 * pid, ppid, tid: the leader's exit stands for the process's (when
 		 * it leaves before its threads, the next sample looks again)
 		 */
-		if (hk->task && len >= sizeof(h) + 16) {
+		if (len >= sizeof(h) + 16) {
 			memcpy(u32, st->buf + off + sizeof(h), 16);
-			if (u32[0] == u32[2])
+			/* the program's entries go with it: a tid or pid used again is new to it */
+			if (s->capture)
+				perf_capture_exit(s->capture, (int32_t)u32[0], (int32_t)u32[2]);
+			if (hk->task && u32[0] == u32[2])
 				hk->task(hk->arg, SAMPLER_TASK_EXIT, (int32_t)u32[0]);
 		}
 		return 0;
@@ -350,8 +358,15 @@ static size_t drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage 
 			break;
 		if (s->capture && h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 16 &&
 		    (ring_u64(data, b->data_size, tail + sizeof(h)) >> 32) == PERF_CAPTURE_WAKE_MAGIC) {
-			/* it woke this sweep, for the sample after it: nothing else in it */
+			/*
+			 * it woke this sweep, for the sample after it (a thread the
+			 * program has no entry for: the hook is told so); that sample
+			 * may not be written yet (a page fault's wakes at once), so the
+			 * drain thread sweeps again soon
+			 */
 			b->cap_tid = 0;
+			b->woke_tid = (int32_t)(uint32_t)ring_u64(data, b->data_size, tail + sizeof(h) + 8);
+			__atomic_store_n(&s->woken, true, __ATOMIC_RELAXED);
 			tail += h.size;
 			continue;
 		}
@@ -380,7 +395,7 @@ static size_t drain_one(struct perf_sampler *s, struct cpu_buf *b, struct stage 
 				  h.type == PERF_RECORD_SAMPLE, top);
 		extra = s->opts.hook ? hook_record(s, b, st, st->len, len) : 0;
 		/* a capture belongs to the record right after it: one whose sample was lost belongs to none */
-		b->cap_tid = 0;
+		b->cap_tid = b->woke_tid = 0;
 		ALLOC_GROW(st->pend, st->nr + 1, st->alloc_pend);
 		pe = &st->pend[st->nr++];
 		pe->off = st->len;

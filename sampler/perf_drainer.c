@@ -143,7 +143,9 @@ static void *drainer_main(void *arg)
 		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 	}
 	for (;;) {
-		if (!drain_wait(d, ev, period))
+		/* a wake-up record's sample may have come just after the sweep that met it */
+		if (!drain_wait(d, ev, __atomic_exchange_n(&s->woken, false, __ATOMIC_RELAXED) &&
+					       period > DRAIN_PERIOD_HOOK_MS ? DRAIN_PERIOD_HOOK_MS : period))
 			break;
 		/*
 		 * Past the bound the kernel drops samples, and counts them; the

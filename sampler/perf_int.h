@@ -33,6 +33,7 @@ struct cpu_buf {
 	unsigned char *cap;
 	size_t cap_len, cap_alloc;
 	int32_t cap_tid;                /* nonzero: one is pending */
+	int32_t woke_tid;               /* nonzero: the program met this thread undescribed, just before */
 };
 
 /*
@@ -152,6 +153,7 @@ struct perf_sampler {
 	/* captures at the sample for the hook (perf_bpf.c), NULL when not */
 	struct sampler_capture *capture;
 	bool hook_each_sample_asked;    /* opts.hook_each_sample as given (captures clear it) */
+	bool woken;                     /* a sweep met a wake-up record (atomic): sweep again soon */
 
 	uint64_t *chain;                /* scratch for one callchain */
 	size_t alloc_chain;
@@ -189,6 +191,8 @@ void perf_capture_free(struct sampler_capture *c);
 #define PERF_CAPTURE_MAGIC 0xb0f0c0deu
 /* and a wake-up's (the magic, then the tid: a sample of something not described yet) */
 #define PERF_CAPTURE_WAKE_MAGIC 0xb0f0c0dfu
+/* A thread (and with it, when it is the leader, its process) exited: the program forgets them. */
+void perf_capture_exit(struct sampler_capture *c, int32_t pid, int32_t tid);
 /* Decodes a capture's raw data (RAW, LEN bytes: 8-byte aligned) into *OUT and *TID; false when malformed. */
 bool perf_capture_decode(const void *raw, size_t len, struct sampler_captured *out, int32_t *tid);
 

@@ -113,7 +113,7 @@ struct sampler_capture;
 /*
  * A sample of a process or thread not described yet wakes the drain
  * thread at once, for the hook to read it while it is fresh and describe
- * it. Any thread may call these.
+ * it; their entries go when they exit. Any thread may call these.
  *
  * The process PID's layout, or NULL: nothing to copy, and nothing to wake
  * for (no interpreter); 0 or a negative errno.
@@ -128,7 +128,9 @@ struct sampler_hook {
 	/*
 	 * US: the sample's stack copy, NULL when there is none (or the
 	 * thread is stopped); CAP: what was captured at the sample, NULL
-	 * when nothing was
+	 * when nothing was; an empty one (START 0) when the program had no
+	 * entry for the thread or its process (describe them, again: an
+	 * exited thread's or process's entry is gone with it)
 	 */
 	size_t (*sample)(void *arg, int32_t pid, int32_t tid, const struct sampler_ustack *us,
 			 const struct sampler_captured *cap, void *buf, size_t cap_bytes);

@@ -137,8 +137,11 @@ void pyproc_discover(struct sym_python *py, struct pyproc *pp)
 	exe[n > 0 ? n : 0] = '\0';
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pp->pid);
 	fp = fopen(path, "re");
-	if (!fp)
+	if (!fp) {
+		/* gone (ENOENT): nothing to say of it, to the capture either */
+		pp->open_errno = errno;
 		return;
+	}
 	while (fgets(line, sizeof(line), fp)) {
 		struct proc_map m;
 

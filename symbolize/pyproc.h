@@ -49,6 +49,7 @@ struct thread_entry {
 	size_t nr_last_codes;
 	uint64_t registered;            /* the thread state registered for captures, 0 none */
 	bool registered_set;            /* REGISTERED was (0: that the thread has none) */
+	bool no_thread;                 /* the last look found no thread state for it (not a torn one) */
 };
 
 /* Where a stack's distinct code object stands once read_codes is over. */

@@ -123,9 +123,12 @@ static uint64_t monotonic_ns(void)
  * a process without a reader (no interpreter, or not ours to read) as
  * nothing to copy, so that its samples do not wake the sampler. A process
  * the capture does not know, or whose layout it cannot copy, wakes it at
- * each sample, to be read at once as without captures.
+ * each sample, to be read at once as without captures. UNKNOWN: the
+ * program met this thread without an entry for it or its process (gone
+ * with a thread or process whose tid or pid is used again, or a map
+ * full): they are described again.
  */
-static void capture_register(struct sym_python *py, struct pyproc *pp, int32_t tid, bool dead)
+static void capture_register(struct sym_python *py, struct pyproc *pp, int32_t tid, bool dead, bool unknown)
 {
 	struct sampler_capture *c = __atomic_load_n(&py->capture, __ATOMIC_ACQUIRE);
 	struct sampler_capture_layout l;
@@ -133,13 +136,23 @@ static void capture_register(struct sym_python *py, struct pyproc *pp, int32_t t
 
 	if (!c || dead)
 		return;
+	if (unknown) {
+		pp->cap_registered = false;
+		__atomic_store_n(&pp->cap_empty, false, __ATOMIC_RELAXED);
+		if (pp->reader)
+			py_proc_tstate_unregistered(pp->reader, tid);
+	}
 	if (!pp->reader) {
-		if (!__atomic_exchange_n(&pp->cap_empty, true, __ATOMIC_RELAXED))
+		/* (not one that has ended: its entry would outlive it) */
+		if (pp->open_errno != ENOENT && pp->open_errno != ESRCH &&
+		    !__atomic_exchange_n(&pp->cap_empty, true, __ATOMIC_RELAXED))
 			sampler_capture_proc(c, pp->pid, NULL);
 		return;
 	}
 	if (!pp->cap_registered) {
 		pp->cap_registered = true;
+		/* a layout now, not nothing: a new mapping does not drop it */
+		__atomic_store_n(&pp->cap_empty, false, __ATOMIC_RELAXED);
 		if (!py_capture_layout(pp->reader, &l.start_len, &l.node_len, &l.ind1, &l.ind2, &l.next) ||
 		    sampler_capture_proc(c, pp->pid, &l) < 0) {
 			if (py->debug)
@@ -173,6 +186,8 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 		scap ? scap->start_len : 0, scap ? scap->nr_nodes : 0, scap ? scap->nodes : NULL,
 		scap ? scap->node_stride : 0,
 	};
+	/* an empty capture: the program met this thread undescribed */
+	const bool unknown = scap && !scap->start;
 	bool moved = false, dead;
 	size_t max, n = 0;
 	uint64_t t0;
@@ -188,7 +203,7 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 	if (__atomic_exchange_n(&pp->look, false, __ATOMIC_RELAXED) && !dead)
 		pyproc_discover(py, pp);
 	if (!pp->found) {
-		capture_register(py, pp, tid, dead);
+		capture_register(py, pp, tid, dead, unknown);
 		pthread_mutex_unlock(&pp->lock);
 		return 0;
 	}
@@ -210,7 +225,7 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 	 */
 	t0 = pp->reader && py->debug ? thread_cpu_ns() : 0;
 	for (int tries = 0; pp->reader && tries < 3; tries++) {
-		n = py_read_stack_cap(pp->reader, tid, sus ? &us : NULL, scap && !tries ? &pc : NULL, pp->frames,
+		n = py_read_stack_cap(pp->reader, tid, sus ? &us : NULL, scap && !unknown && !tries ? &pc : NULL, pp->frames,
 				      max, &st, py->debug ? &moved : NULL);
 		if ((st != PY_STACK_TORN && st != PY_STACK_UNREADABLE) ||
 		    (n && py_proc_capture_use(pp->reader) == PY_CAP_PART) ||
@@ -220,7 +235,7 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 	if (pp->reader) {
 		bool whole = py_proc_capture_use(pp->reader) == PY_CAP_WHOLE;
 
-		capture_register(py, pp, tid, dead);
+		capture_register(py, pp, tid, dead, unknown);
 		__atomic_add_fetch(&py->captured, whole, __ATOMIC_RELAXED);
 		hdr.flags = whole ? PYX_CAPTURED : 0;
 		/*
@@ -237,7 +252,7 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 			__atomic_add_fetch(&py->read_ns, thread_cpu_ns() - t0, __ATOMIC_RELAXED);
 	}
 	if (!pp->reader)
-		capture_register(py, pp, tid, dead);
+		capture_register(py, pp, tid, dead, unknown);
 	dead |= __atomic_load_n(&pp->dead, __ATOMIC_ACQUIRE);
 	hdr.interp = pp->interp;
 	hdr.status = !pp->reader && pp->open_errno == EPERM ? PYX_NOT_PERMITTED :

@@ -120,6 +120,7 @@ static void thread_remember(struct py_proc *p, int32_t tid, uint64_t tstate)
 		t->tid = tid;
 	}
 	t->tstate = tstate;
+	t->no_thread = !tstate;
 }
 
 static bool tstate_is(struct py_proc *p, uint64_t ts, int32_t tid, uint8_t *hdr)
@@ -167,10 +168,12 @@ static enum py_status find_tstate(struct py_proc *p, int32_t tid, uint8_t *hdr, 
 		}
 	}
 	/* a thread without one (a native thread) is remembered as such, for captures */
-	if (t)
+	if (t) {
 		t->tstate = 0;
-	else if (st == PY_STACK_NO_THREAD)
+		t->no_thread = st == PY_STACK_NO_THREAD;
+	} else if (st == PY_STACK_NO_THREAD) {
 		thread_remember(p, tid, 0);
+	}
 	return st;
 }
 
@@ -227,11 +230,19 @@ bool py_proc_tstate_to_register(struct py_proc *p, int32_t tid, uint64_t *tstate
 {
 	struct thread_entry *t = thread_cached(p, tid);
 
-	if (!t || (t->registered_set && t->registered == t->tstate))
+	if (!t || (!t->tstate && !t->no_thread) || (t->registered_set && t->registered == t->tstate))
 		return false;
 	t->registered_set = true;
 	t->registered = *tstate = t->tstate;
 	return true;
+}
+
+void py_proc_tstate_unregistered(struct py_proc *p, int32_t tid)
+{
+	struct thread_entry *t = thread_cached(p, tid);
+
+	if (t)
+		t->registered_set = false;
 }
 
 enum py_cap_use py_proc_capture_use(const struct py_proc *p)

@@ -241,6 +241,8 @@ bool py_capture_layout(const struct py_proc *p, uint32_t *ts_len, uint32_t *fram
  * thread has none; false otherwise.
  */
 bool py_proc_tstate_to_register(struct py_proc *p, int32_t tid, uint64_t *tstate);
+/* Thread TID is not registered (any more): the next py_proc_tstate_to_register says what it has. */
+void py_proc_tstate_unregistered(struct py_proc *p, int32_t tid);
 /* How P's last read used its capture: not at all, for all it read, or for the first frames only. */
 enum py_cap_use {
 	PY_CAP_NONE,

@@ -189,6 +189,19 @@ samples_of() {
 	near "$(pyshare load_batch <folded)" 50 8
 }
 
+# In a PID namespace of its own (a container's), the program would see the host's pids and
+# the samples the namespace's: never a match, so no copies, and every sample would wake
+# proftool on one drain thread. proftool reads after the sample there, as off does.
+@test "python capture: in a PID namespace of its own, the stacks are read from the process, and the header says nothing of copies" {
+	need_captures
+	need unshare util-linux
+	unshare -p -f --mount-proc true 2>/dev/null || skip "this machine refuses a new PID namespace"
+	unshare -p -f --mount-proc "$PROFTOOL" record -q -o ns.data -- "$PYTHON3" "$PYDIR/split.py" 0.5 >/dev/null
+	[ -z "$(copied ns.data)" ]
+	"$PROFTOOL" report --format folded ns.data >folded
+	near "$(pyshare load_batch <folded)" 50 8
+}
+
 @test "python capture: --python-capture takes auto or off; anything else is a usage error" {
 	run --separate-stderr "$PROFTOOL" record --python-capture sometimes -o x.data -- true
 	[ "$status" -eq 2 ]

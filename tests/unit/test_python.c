@@ -1161,7 +1161,7 @@ static void check_captures(uint32_t hex)
 	struct py_capture c;
 	struct py_proc *p;
 	enum py_status st;
-	uint64_t f1, f2, f3, g, ts, tstate;
+	uint64_t f1, f2, f3, g, ts, ts2, tstate;
 	size_t n;
 
 	f1 = mk_frame(mk_code("<module>"), shims ? mk_shim(0) : 0, 20, OWNER_THREAD, !shims);
@@ -1211,8 +1211,8 @@ static void check_captures(uint32_t hex)
 
 	/*
 	 * the process has ended by the read (a short-lived worker): the
-	 * captured frames whose code objects were cached keep their names,
-	 * however long ago they were checked; step's frame, reused by a code
+	 * captured frames whose code objects the cache checked within
+	 * PY_CODE_TRUST_NS keep their names; step's frame, reused by a code
 	 * object never read, is left out. Without a capture, nothing.
 	 */
 	c = capture_of(ts, ts_len, frame_len, f3, 64);
@@ -1283,6 +1283,19 @@ static void check_captures(uint32_t hex)
 	c.ts_len = 8;
 	py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
 	CHECK_EQ_U(py_proc_capture_use(p), PY_CAP_NONE);
+
+	/* 101, registered as without a thread state: again once the program lost its entry */
+	py_proc_tstate_unregistered(p, 101);
+	tstate = 1;
+	CHECK(py_proc_tstate_to_register(p, 101, &tstate));
+	CHECK_EQ_U(tstate, 0);
+	CHECK(!py_proc_tstate_to_register(p, 101, &tstate));
+	/* and once it has one (a C thread that took the GIL), that one */
+	ts2 = mk_tstate(101, f2);
+	n = py_read_stack(p, 101, fr, PY_MAX_DEPTH, &st);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK(py_proc_tstate_to_register(p, 101, &tstate));
+	CHECK_EQ_U(tstate, ts2);
 	py_proc_free(p);
 }
 
