@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Whether a command or a running process is Python, as far as its files
- * tell. Where it is, the sampler wakes for each sample and reads the
- * Python stack at once, from the first sample on; elsewhere it sweeps its
- * ring buffers as they fill, and every millisecond once an interpreter
- * turns up among the processes (sampler/perf_drainer.c).
+ * tell. Where it is, and the stacks are not copied at the sample (BPF not
+ * allowed, --python-capture off), the sampler wakes for each sample and
+ * reads the Python stack at once, from the first sample on; elsewhere it
+ * sweeps its ring buffers as they fill, and every millisecond once an
+ * interpreter turns up among the processes (sampler/perf_drainer.c).
  */
 #include "sampling.h"
 

@@ -315,8 +315,11 @@ C
 	record_to s.data -- ./usestripped
 	run --separate-stderr "$PROFTOOL" report --sort tottime --limit 0 s.data
 	[ "$status" -eq 0 ]
-	# exactly two rows of the library without a name: one per function, not one per address
-	grep -E '[0-9]%  libstripped\.so\+0x[0-9a-f]+$' <<<"$output" >rows
+	# exactly two rows of the library without a name with time of their own: one per function,
+	# not one per address (a sample in its start-up code, +0x1000 with a sample under it, was
+	# seen once in CI)
+	grep -E '[0-9]%  libstripped\.so\+0x[0-9a-f]+$' <<<"$output" |
+		awk '{ s = $3; sub(/%/, "", s); if (s + 0 >= 1) print }' >rows
 	cat rows
 	[ "$(wc -l <rows)" -eq 2 ]
 	read -r _ _ top _ _ top_off <<<"$(sed -n 1p rows)"
