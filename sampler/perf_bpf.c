@@ -156,6 +156,16 @@ static void ld_map(struct prog *p, int d, int fd)
 	INSN(.code = 0);
 }
 
+/* perf_event_output(the context in R6, this CPU's event in map FD, R4, R5 bytes): the caller sets R4 and R5. */
+static void output(struct prog *p, int fd)
+{
+	mov(p, R1, R6);
+	ld_map(p, R2, fd);
+	INSN(.code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = R3, .imm = (int32_t)BPF_F_CURRENT_CPU);
+	INSN(.code = 0);
+	call(p, BPF_FUNC_perf_event_output);
+}
+
 /* R0 = the map FD's value for the u32 key at FP + KEY_OFF; jumps to the end (patched) when none. */
 static int lookup(struct prog *p, int fd, int16_t key_off)
 {
@@ -274,12 +284,8 @@ static void build(struct prog *p, const struct sampler_capture *c)
 	for (size_t i = 0; i < no; i++)
 		patch(p, outs[i], out);
 	/* into this CPU's BPF_OUTPUT event, so into its ring buffer */
-	mov(p, R1, R6);
-	ld_map(p, R2, c->out_fd);
-	INSN(.code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = R3, .imm = (int32_t)BPF_F_CURRENT_CPU);
-	INSN(.code = 0);
 	mov(p, R4, R9);
-	call(p, BPF_FUNC_perf_event_output);
+	output(p, c->out_fd);
 	done = jmp(p, BPF_JA, 0, -1, 0);
 	/* not described yet: the magic and the thread, through the event that wakes */
 	wake = (int)p->n;
@@ -287,14 +293,10 @@ static void build(struct prog *p, const struct sampler_capture *c)
 		patch(p, wakes[i], wake);
 	sti(p, BPF_W, FP, -32, (int32_t)WAKE_MAGIC);
 	stx(p, BPF_W, FP, -28, R7);
-	mov(p, R1, R6);
-	ld_map(p, R2, c->wake_fd);
-	INSN(.code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = R3, .imm = (int32_t)BPF_F_CURRENT_CPU);
-	INSN(.code = 0);
 	mov(p, R4, FP);
 	addi(p, R4, -32);
 	movi(p, R5, 8);
-	call(p, BPF_FUNC_perf_event_output);
+	output(p, c->wake_fd);
 	end = (int)p->n;
 	patch(p, done, end);
 	for (size_t i = 0; i < ne; i++)
@@ -318,18 +320,13 @@ void perf_capture_free(struct sampler_capture *c)
 	}
 	free(c->outs);
 	free(c->wakes);
-	if (c->prog_fd >= 0)
-		close(c->prog_fd);
-	if (c->out_fd >= 0)
-		close(c->out_fd);
-	if (c->wake_fd >= 0)
-		close(c->wake_fd);
-	if (c->scratch_fd >= 0)
-		close(c->scratch_fd);
-	if (c->threads_fd >= 0)
-		close(c->threads_fd);
-	if (c->procs_fd >= 0)
-		close(c->procs_fd);
+	{
+		const int fds[] = { c->prog_fd, c->out_fd, c->wake_fd, c->scratch_fd, c->threads_fd, c->procs_fd };
+
+		for (size_t i = 0; i < ARRAY_SIZE(fds); i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+	}
 	free(c);
 }
 
