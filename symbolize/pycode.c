@@ -342,18 +342,22 @@ static struct py_code *cached(struct py_codes *c, uint64_t addr)
 	return NULL;
 }
 
-struct py_code *py_code_recent(struct py_codes *c, uint64_t addr)
+/* The cached code object at ADDR when its header matched within the last NS, else NULL. */
+static struct py_code *checked_within(struct py_codes *c, uint64_t addr, uint64_t ns)
 {
 	struct py_code *code = cached(c, addr);
 
-	return code && c->now - code->checked_ns < PY_CODE_RECHECK_NS ? code : NULL;
+	return code && c->now - code->checked_ns < ns ? code : NULL;
+}
+
+struct py_code *py_code_recent(struct py_codes *c, uint64_t addr)
+{
+	return checked_within(c, addr, PY_CODE_RECHECK_NS);
 }
 
 struct py_code *py_code_trusted(struct py_codes *c, uint64_t addr)
 {
-	struct py_code *code = cached(c, addr);
-
-	return code && c->now - code->checked_ns < PY_CODE_TRUST_NS ? code : NULL;
+	return checked_within(c, addr, PY_CODE_TRUST_NS);
 }
 
 /* Whether HDR, the header of the code object at ADDR, matches its cached entry's. */
