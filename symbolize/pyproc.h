@@ -50,6 +50,7 @@ struct thread_entry {
 	uint64_t registered;            /* the thread state registered for captures, 0 none */
 	bool registered_set;            /* REGISTERED was (0: that the thread has none) */
 	bool no_thread;                 /* the last look found no thread state for it (not a torn one) */
+	struct py_stack_memo *memo;     /* its last stack read whole from a capture (pymemo.c) */
 };
 
 /* Where a stack's distinct code object stands once read_codes is over. */
@@ -64,6 +65,7 @@ struct walked {
 	uint64_t code, instr;
 	uint32_t flags;
 	uint32_t code_idx;              /* its code object among the distinct ones of the stack */
+	uint32_t node;                  /* the capture's frame its header came from, when captured */
 	bool captured;                  /* its header came from the sample's capture */
 };
 
@@ -105,6 +107,11 @@ struct py_proc {
 	bool cap_short;                 /* and read frames the capture did not hold */
 	bool code_failed;               /* the last read stopped at a code object it could not read */
 	bool new_codes;                 /* the last read met code objects new to the cache */
+	bool walk_exact;                /* the last walk kept each frame it found, checked (no fallback) */
+	/* stacks taken from a thread's last capture (pymemo.c); with PROFTOOL_DEBUG_PYTHON, walked too */
+	uint64_t memo_hits, memo_differ;
+	bool memo_check;
+	struct py_frame *memo_scratch;  /* PY_CAPTURE_NODES frames, for the check */
 	uint64_t walk_lo;               /* the lowest frame the walk found within FRAME_SPAN_MAX of the first */
 	uint64_t bounds[PY_BOUNDS];
 	size_t nr_bounds;
@@ -125,6 +132,21 @@ static inline uint64_t u64_at(const uint8_t *b, uint32_t off)
 	return v;
 }
 
+/*
+ * The line of the instruction pointer at byte OFF from code C's first
+ * instruction. 3.11 and 3.12 point at the code unit before the next
+ * instruction, so a frame not started yet sits at -2 (its first line);
+ * anything else before the code or odd is garbage (no line).
+ */
+static inline uint32_t py_line_of(struct py_proc *p, struct py_code *c, uint64_t off)
+{
+	int64_t o = (int64_t)off;
+
+	if (o < -2 || (o & 1))
+		return 0;
+	return py_code_line(p->codes, c, o);
+}
+
 /* 3.11 and 3.12: from the thread state's _PyCFrame CFRAME, the innermost frame when US was copied (pywalk.c). */
 bool py_frame_at_sample(struct py_proc *p, const struct py_ustack *us, uint64_t cframe, uint64_t *frame);
 /*
@@ -135,5 +157,19 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 	       enum py_status *status);
 /* Range R as the sample saw it, from its capture or its stack copy, when either holds it (pywalk.c). */
 bool py_from_copy(struct py_proc *p, const struct py_read *r);
+
+/*
+ * pymemo.c: a thread's last stack read whole from a capture. The frames of
+ * capture CAP (with the stack copy US, whose _PyCFrame CFRAME the thread
+ * state points at, p->bounds set from it) into OUT when they are those of
+ * memo M, their code objects all checked lately; else 0.
+ */
+struct py_stack_memo;
+size_t py_memo_reuse(struct py_proc *p, const struct py_stack_memo *m, const struct py_capture *cap,
+		     const struct py_ustack *us, uint64_t cframe, struct py_frame *out, size_t max);
+/* The N frames OUT just walked (p->walked) from CAP, for the next capture: into *M. */
+void py_memo_keep(struct py_proc *p, struct py_stack_memo **m, const struct py_capture *cap,
+		  const struct py_ustack *us, uint64_t cframe, const struct py_frame *out, size_t n, size_t max);
+void py_memo_free(struct py_stack_memo *m);
 
 #endif

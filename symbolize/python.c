@@ -3,7 +3,9 @@
 #include "pyproc.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/base.h"
@@ -38,6 +40,10 @@ struct py_proc *py_proc_new(const struct py_proc_opts *o, char *err, size_t errl
 	}
 	p->codes = py_codes_new();
 	py_pages_init(&p->pages);
+	if (getenv("PROFTOOL_DEBUG_PYTHON")) {
+		p->memo_check = true;
+		p->memo_scratch = xmalloc(PY_CAPTURE_NODES * sizeof(*p->memo_scratch));
+	}
 	return p;
 }
 
@@ -45,6 +51,10 @@ void py_proc_free(struct py_proc *p)
 {
 	if (!p)
 		return;
+	if (p->memo_check)
+		fprintf(stderr, "proftool: debug: %" PRIu64 " Python stacks taken from the thread's last capture, "
+			"%" PRIu64 " differed from a walk\n", p->memo_hits, p->memo_differ);
+	free(p->memo_scratch);
 	py_codes_free(p->codes);
 	py_pages_release(&p->pages);
 	free(p->walked);
@@ -53,6 +63,8 @@ void py_proc_free(struct py_proc *p)
 	free(p->code_state);
 	free(p->code_todo);
 	free(p->code_reads);
+	for (size_t i = 0; i < p->threads_nr; i++)
+		py_memo_free(p->threads[i].memo);
 	free(p->threads);
 	idx_release(&p->thread_idx);
 	free(p);
@@ -275,14 +287,26 @@ size_t py_read_stack_at(struct py_proc *p, int32_t tid, const struct py_ustack *
 	return py_read_stack_cap(p, tid, us, NULL, out, max, status, moved);
 }
 
+static bool same_frames(const struct py_frame *a, const struct py_frame *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (a[i].qualname != b[i].qualname || a[i].filename != b[i].filename ||
+		    a[i].firstlineno != b[i].firstlineno || a[i].line != b[i].line || a[i].flags != b[i].flags ||
+		    a[i].code != b[i].code)
+			return false;
+	return true;
+}
+
 size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack *us, const struct py_capture *cap,
 			 struct py_frame *out, size_t max, enum py_status *status, bool *moved)
 {
 	uint8_t ts[PY_HDR_MAX], buf[2][PY_HDR_MAX];
 	uint64_t tstate = 0, frame = 0, field = 0, sampled;
 	struct thread_entry *t;
-	size_t n = 0;
+	size_t n = 0, memo_n = 0;
 	bool captured;
+	/* only for PROFTOOL_DEBUG_PYTHON's check: the memo's frames are read into OUT */
+	struct py_frame *memo_out = p && p->memo_check ? p->memo_scratch : out;
 
 	if (!p) {
 		*status = PY_STACK_UNSUPPORTED;
@@ -313,6 +337,16 @@ size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack 
 		p->cap = cap;
 		p->cap_next = 0;
 		p->cap_used = true;
+		/* the frames of the thread's last capture: what the walk found then (pymemo.c) */
+		if (t && (memo_n = py_memo_reuse(p, t->memo, cap, us, field, memo_out, max))) {
+			p->memo_hits++;
+			if (!p->memo_check) {
+				memcpy(out, memo_out, memo_n * sizeof(*out));
+				p->cap = NULL;
+				p->counts[*status]++;
+				return memo_n;
+			}
+		}
 	}
 	/*
 	 * Where the thread was last time, in one call: mostly where it is now.
@@ -363,6 +397,12 @@ size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack 
 		else
 			n = py_walk(p, frame, buf, out, max, status);
 	}
+	/* PROFTOOL_DEBUG_PYTHON: the memo's frames against the walk's */
+	if (memo_n && (memo_n != n || *status != PY_STACK_COMPLETE || !same_frames(memo_out, out, n)))
+		p->memo_differ++;
+	if (captured && t && *status == PY_STACK_COMPLETE && p->walk_exact && !p->cap_short && !p->code_failed &&
+	    !p->new_codes)
+		py_memo_keep(p, &t->memo, cap, us, field, out, n, max);
 	p->us = NULL;
 	p->cap = NULL;
 	if ((t = thread_cached(p, tid)) && t->tstate == tstate && tstate) {

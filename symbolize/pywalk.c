@@ -102,21 +102,6 @@ bool py_frame_at_sample(struct py_proc *p, const struct py_ustack *us, uint64_t 
 	return true;
 }
 
-/*
- * The line of the instruction pointer at byte OFF from the code's first
- * instruction. 3.11 and 3.12 point at the code unit before the next
- * instruction, so a frame not started yet sits at -2 (its first line);
- * anything else before the code or odd is garbage (no line).
- */
-static uint32_t line_of(struct py_proc *p, struct py_code *c, uint64_t off)
-{
-	int64_t o = (int64_t)off;
-
-	if (o < -2 || (o & 1))
-		return 0;
-	return py_code_line(p->codes, c, o);
-}
-
 /* Room for N frames and as many code objects in P's scratch arrays. */
 static void scratch_grow(struct py_proc *p, size_t n)
 {
@@ -203,6 +188,7 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 	size_t n = 0, run = 0, cur = 0, taken;
 	/* the first frame's header came from the capture when it took the capture's first node */
 	bool empty_above = false, captured = p->cap && p->cap_next == 1;
+	uint32_t node = 0;
 
 	seen_reset(p);
 	p->walk_lo = frame;
@@ -255,7 +241,7 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 			} else {
 				run++;
 			}
-			p->walked[n++] = (struct walked){ code, u64_at(f, l->frame_instr), flags, 0, captured };
+			p->walked[n++] = (struct walked){ code, u64_at(f, l->frame_instr), flags, 0, node, captured };
 		}
 		if (!prev) {
 			*status = PY_STACK_COMPLETE;
@@ -267,6 +253,7 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 			return n;
 		}
 		captured = p->cap_next != taken;
+		node = captured ? (uint32_t)p->cap_next - 1 : 0;
 		frame = prev;
 		cur = !cur;
 		if (frame < p->walk_lo && p->walk_lo - frame <= FRAME_SPAN_MAX)
@@ -367,8 +354,10 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 	const struct py_layout *l = &p->t.l;
 	enum py_status walk_status, code_status;
 	size_t n, k = 0;
+	bool trusted = false;
 
 	scratch_grow(p, max < PY_MAX_DEPTH ? max + 1 : PY_MAX_DEPTH + 1);
+	p->walk_exact = false;
 	n = walk_frames(p, frame, buf, max, &walk_status);
 	if (n)
 		read_codes(p, n);
@@ -392,8 +381,10 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 		 * PY_CODE_TRUST_NS is what the frame ran.
 		 */
 		if ((code_status == PY_STACK_TORN || code_status == PY_STACK_UNREADABLE) && w->captured &&
-		    (c = py_code_trusted(p->codes, w->code)))
+		    (c = py_code_trusted(p->codes, w->code))) {
 			code_status = PY_STACK_COMPLETE;
+			trusted = true;
+		}
 		if (code_status != PY_STACK_COMPLETE && w->captured &&
 		    (code_status == PY_STACK_TORN || code_status == PY_STACK_UNREADABLE)) {
 			/*
@@ -414,11 +405,13 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 			.qualname = c->qualname,
 			.filename = c->filename,
 			.firstlineno = (uint32_t)c->firstlineno,
-			.line = line_of(p, c, w->instr - (w->code + l->code_adaptive)),
+			.line = py_line_of(p, c, w->instr - (w->code + l->code_adaptive)),
 			.flags = w->flags,
 			.code = w->code,
 		};
 	}
 	*status = walk_status;
+	/* each frame found is kept, its code object checked: the walk's outcome depends on nothing else */
+	p->walk_exact = k == n && !trusted;
 	return k;
 }

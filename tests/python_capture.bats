@@ -53,8 +53,8 @@ samples_of() {
 	pvr=$(per_sample on.trace "$n" process_vm_readv)
 	ew=$(per_sample on.trace "$n" epoll_wait)
 	echo "captures: $n samples, process_vm_readv $pvr, epoll_wait $ew per sample" >&3
-	# what is left: a code object's header checked again every 20 ms, a sweep every 20 ms,
-	# and the reads of a start (0.20 here; 0.33 once, over 1083 samples: what does not grow
+	# what is left: a code object's header checked again every 20 ms (at most once a sweep:
+	# when a quarter of the buffer has filled, or every 100 ms), and the reads of a start (0.20 here; 0.33 once, over 1083 samples: what does not grow
 	# with the run weighs more in a short one), against 1.2 to 1.3 without captures
 	awk -v a="$pvr" -v b="$ew" 'BEGIN { exit !(a <= 0.45 && b <= 0.25) }'
 	at_least "$(copied on.data)" 90
@@ -79,6 +79,38 @@ samples_of() {
 		near "$(pyshare load_batch <folded)" 50 8
 		near "$(pyshare Trainer.step <folded)" 30 8
 	done
+}
+
+# memo_check PY: with PROFTOOL_DEBUG_PYTHON, each stack taken from its thread's last capture
+# (symbolize/pymemo.c) is walked as well: what the two found must be the same, for loops,
+# generators, threads, exceptions and recursion (mostly deeper than a capture holds: walked)
+memo_check() {
+	local f hits
+	for f in split gens threads exceptions deep; do
+		PROFTOOL_DEBUG_PYTHON=1 "$PROFTOOL" record -q -o m.data -- "$1" "$PYDIR/$f.py" >/dev/null 2>err.txt
+		hits=$(awk '/taken from the thread.s last capture/ { h += $3; d += $(NF - 3) } END { print h + 0, d + 0 }' err.txt)
+		echo "$f.py: ${hits% *} stacks from the last capture, ${hits#* } differed from a walk" >&3
+		[ "${hits#* }" = 0 ]
+		[ "$f" = deep ] || at_least "${hits% *}" 100
+	done
+}
+
+@test "python capture: a stack taken from its thread's last capture is the one a walk finds (Debian's python3)" {
+	need_captures
+	use_python debian
+	memo_check "$PY"
+}
+
+@test "python capture: a stack taken from its thread's last capture is the one a walk finds (pyenv 3.12, shims on the C stack)" {
+	need_captures
+	use_python 3.12
+	memo_check "$PY"
+}
+
+@test "python capture: a stack taken from its thread's last capture is the one a walk finds (pyenv 3.13)" {
+	need_captures
+	use_python 3.13
+	memo_check "$PY"
 }
 
 @test "python capture: the default where BPF is allowed, for record and attach" {
