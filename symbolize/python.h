@@ -417,12 +417,15 @@ void py_codes_free(struct py_codes *c);
  * address is still the one cached, when it was last checked this long
  * before a read: a code object lives as long as a frame runs it, so one
  * freed and another allocated at its address within this time is the
- * only case named after the old one, and for this time at most. Each
- * remote range read costs about 0.5 us (pinning its pages), and the code
- * objects of a stack lie apart: checking them at every sample was most
- * of a read's system time.
+ * only case named after the old one, and for this time at most. The code
+ * objects of a stack lie apart, each range its own pages to pin: checking
+ * them at every sample was most of a read's system time, and checking a
+ * six-frame stack's every 20 ms took 46 us a call while the target ran
+ * (perf trace, 2-CPU VM), 1.5 us per sample, a fifth of proftool's CPU on
+ * bench/pyspin.py with captures. At 100 ms, a call every third or fourth
+ * sweep.
  */
-#define PY_CODE_RECHECK_NS (20u * 1000 * 1000)
+#define PY_CODE_RECHECK_NS (100u * 1000 * 1000)
 #define PY_CODE_TRUST_NS (1000u * 1000 * 1000)
 
 /*
