@@ -79,7 +79,13 @@ measure() {
 	*) die "internal: unknown variant $var" ;;
 	esac
 	# shellcheck disable=SC2046 # job prints a command line of plain words
-	if ! "$BL" run "$d/outer" "${rec[@]}" "$BL" run "$d/inner" $(job "$name" "$len") >"$d/stdout" 2>"$d/stderr"; then
+	"$BL" run "$d/outer" "${rec[@]}" "$BL" run "$d/inner" $(job "$name" "$len") >"$d/stdout" 2>"$d/stderr" &
+	local run=$!
+	# while a long run of a one-process job goes, what a sample costs in it (steady)
+	if [ "$len" = "$LONG" ] && [ "$name" != torch ] && [ "$var" != bare ]; then
+		steady "$run" >"$d/steady"
+	fi
+	if ! wait "$run"; then
 		echo "bench: pycost: $name/$var ($len s) run $i failed: ${rec[*]} $(job "$name" "$len")" >&2
 		sed 's/^/  /' "$d/stderr" >&2
 		exit 1
@@ -90,6 +96,40 @@ measure() {
 		samples "$var" "$d/out.data" >"$d/samples"
 	fi
 	rm -f "$d/out.data"
+}
+
+# task_ns PID: the nanoseconds on a CPU of process PID's live threads (schedstat)
+task_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+
+# steady OUTER: the profiler's CPU per sample while the job runs, microseconds: its time on
+# a CPU from 1 s into the run to LONG-2 s, over the samples the job's CPU time in that
+# window makes at -F FREQ (cpu-clock samples per second of the job's CPU, for proftool
+# and perf alike). Start-up and finishing are left out, and with them most of the run to
+# run spread of the figure above; so is what the profiler does per sample once the job
+# has ended (perf's pass over its samples for build-ids, proftool's symbolizing and
+# writing). OUTER is the outer timer: its child the profiler, whose child is the inner
+# timer, whose child is the job. "nan" when the job ended within the window.
+steady() {
+	local prof="" inner="" job="" a b a2 b2 k
+	sleep 1
+	for ((k = 0; k < 50; k++)); do
+		[ -z "$job" ] || break
+		# (pgrep finding nothing yet is no failure)
+		prof=$(pgrep -P "$1" | head -n 1 || true)
+		[ -z "$prof" ] || inner=$(pgrep -P "$prof" | head -n 1 || true)
+		[ -z "$inner" ] || job=$(pgrep -P "$inner" | head -n 1 || true)
+		[ -n "$job" ] || sleep 0.02
+	done
+	[ -n "$job" ] || { echo nan; return; }
+	a=$(task_ns "$prof") b=$(task_ns "$job")
+	sleep $((LONG - 3))
+	a2=$(task_ns "$prof") b2=$(task_ns "$job")
+	if ! kill -0 "$job" 2>/dev/null || [ "$b2" -le "$b" ]; then
+		echo nan
+		return
+	fi
+	awk -v a="$a" -v a2="$a2" -v b="$b" -v b2="$b2" -v f="$FREQ" \
+		'BEGIN { printf "%.3f\n", (a2 - a) / 1e3 / ((b2 - b) / 1e9 * f) }'
 }
 
 # samples VARIANT FILE: the samples in a recording
@@ -126,6 +166,13 @@ pair_costs() {
 }
 # per_sample JOB VARIANT: the median of the pairs' figures
 per_sample() { pair_costs "$@" | med; }
+# in_run JOB VARIANT: the median of the long runs' steady figures, "nan" for none
+in_run() {
+	local i
+	for ((i = 1; i <= RUNS; i++)); do
+		cat "$T/runs/$1/$2/$LONG/$i/steady" 2>/dev/null || true
+	done | awk '$1 != "nan"' | med
+}
 # spread FORMAT: "lowest..highest" of the numbers on stdin (a pair without a figure left out),
 # each with printf format FORMAT
 spread() { grep -v nan | sort -g | awk -v f="$1" 'NR == 1 { lo = $1 } { hi = $1 } END { if (NR) printf f ".." f "\n", lo, hi }'; }
@@ -236,20 +283,25 @@ done
 
 # ---------------------------------------------------------------- the table
 TABLE=$T/table
-fmt() { printf '%-34s %-26s %17s %10s %13s  %-26s %s\n' "$@" >>"$TABLE"; }
+fmt() { printf '%-34s %-26s %17s %10s %13s %8s  %-26s %s\n' "$@" >>"$TABLE"; }
+# fmt7: a row without an in-run figure
+fmt7() { fmt "$1" "$2" "$3" "$4" "$5" "" "$6" "$7"; }
 section() { printf '%s\n' "$*" >>"$TABLE"; }
 {
 	printf 'profiler CPU per sample: (user+sys of record, less the target'"'"'s, in a %s s run - in a %s s run)\n' "$LONG" "$SHORT"
 	printf '/ (samples in the %s s run - in the %s s run); median of %d pairs; -F %d, call graph defaults\n' \
 		"$LONG" "$SHORT" "$RUNS" "$FREQ"
-	printf '(proftool: -g dwarf; perf: -g, frame pointers); pairs: the lowest..highest of the pairs'"'"' figures\n\n'
+	printf '(proftool: -g dwarf; perf: -g, frame pointers); pairs: the lowest..highest of the pairs'"'"' figures;\n'
+	printf 'in-run: us per sample while the job ran (1 s to %s s into the long runs), start and end left out\n\n' "$((LONG - 2))"
 } >"$TABLE"
-fmt "job" "option" "samples ${SHORT}s/${LONG}s" "us/sample" "pairs" "target" "result"
-fmt "---" "------" "----------------" "---------" "-----" "------" "------"
+fmt "job" "option" "samples ${SHORT}s/${LONG}s" "us/sample" "pairs" "in-run" "target" "result"
+fmt "---" "------" "----------------" "---------" "-----" "------" "------" "------"
 row() {   # row JOB VARIANT LABEL OPTION
-	local n
+	local n ir
 	n="$(num "$(nsamples "$1" "$2" "$SHORT")" %.0f)/$(num "$(nsamples "$1" "$2" "$LONG")" %.0f)"
-	fmt "$3" "$4" "$n" "$(num "$(per_sample "$1" "$2")" %.1f)" "$(pair_costs "$1" "$2" | spread %.1f)" "" ""
+	ir=$(in_run "$1" "$2")
+	[ "$ir" = nan ] && ir="" || ir=$(num "$ir" %.1f)
+	fmt "$3" "$4" "$n" "$(num "$(per_sample "$1" "$2")" %.1f)" "$(pair_costs "$1" "$2" | spread %.1f)" "$ir" "" ""
 	if pair_costs "$1" "$2" | awk '$1 + 0 <= 0 || $1 == "nan" { bad = 1 } END { exit !bad }'; then
 		NEGATIVE+=("$3, $4")
 	fi
@@ -270,29 +322,32 @@ if [ "$TORCH" = 1 ]; then
 	row torch read "PyTorch, 8 workers (torchjob.py)" "--python-capture off"
 	row torch python-off "PyTorch, 8 workers (torchjob.py)" "--python off"
 else
-	fmt "PyTorch (torchjob.py)" "skipped: $PY cannot import torch" "" "" "" "" ""
+	fmt7 "PyTorch (torchjob.py)" "skipped: $PY cannot import torch" "" "" "" "" ""
 fi
 
 section ""
 section "targets"
 pc=$(per_sample py default); cc=$(per_sample c default)
 res=$(result le "$pc" 10)
-fmt "Python job, default" "us per sample" "" "$(num "$pc" %.1f)" "" "<= 10 us" "$res"
+ir=$(in_run py default)
+[ "$ir" = nan ] && ir="" || ir=$(num "$ir" %.1f)
+fmt "Python job, default" "us per sample" "" "$(num "$pc" %.1f)" "" "$ir" "<= 10 us" "$res"
 note_result "$res" "Python job: $(num "$pc" %.1f) us of proftool's CPU per sample (target 10)"
 # (in awk's printf, a bare '>' would redirect: comparisons go in parentheses)
 ratio=$(awk -v a="$pc" -v b="$cc" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 res=$(result le "$ratio" 2.5)
-fmt "Python job / C job, default" "ratio" "" "${ratio}x" "" "<= 2.5x" "$res"
+fmt7 "Python job / C job, default" "ratio" "" "${ratio}x" "" "<= 2.5x" "$res"
 note_result "$res" "Python job: ${ratio}x the C job's CPU per sample (target 2.5x)"
 if [ "${#PERF[@]}" != 0 ]; then
 	# like for like: perf -g walks frame pointers in the kernel, as proftool -g fp does;
 	# proftool's default (-g dwarf) copies and unwinds 32 KiB of stack per sample
 	qc=$(per_sample c perf) fc=$(per_sample c fp)
 	res=$(result le "$fc" "$qc")
-	fmt "C job, -g fp, against perf -g" "proftool - perf, us" "" "$(awk -v a="$fc" -v b="$qc" 'BEGIN { printf "%+.1f", a - b }')" "" "<= perf ($(num "$qc" %.1f) us)" "$res"
+	ir=$(awk -v a="$(in_run c fp)" -v b="$(in_run c perf)" 'BEGIN { if (a == "nan" || b == "nan") print ""; else printf "%+.1f", a - b }')
+	fmt "C job, -g fp, against perf -g" "proftool - perf, us" "" "$(awk -v a="$fc" -v b="$qc" 'BEGIN { printf "%+.1f", a - b }')" "" "$ir" "<= perf ($(num "$qc" %.1f) us)" "$res"
 	note_result "$res" "C job: proftool -g fp $(num "$fc" %.1f) us per sample, perf record -g $(num "$qc" %.1f)"
 else
-	fmt "C job, -g fp, against perf -g" "skipped: perf is missing" "" "" "" "<= perf" ""
+	fmt7 "C job, -g fp, against perf -g" "skipped: perf is missing" "" "" "" "<= perf" ""
 fi
 
 # the target's own slowdown: its CPU for the same work, profiled against bare; proftool's
@@ -306,10 +361,10 @@ if [ "${#PERF[@]}" != 0 ]; then
 	if [ "$res" = MISS ] && awk -v a="$dc" -v b="$qc" -v c="$bc" -v s="$(target_spread py bare)" 'BEGIN { exit !((a - b) / c < s) }'; then
 		res="MISS (within noise)"
 	fi
-	fmt "Python job, target's own CPU" "proftool, perf -g, vs bare" "" "$(slow "$dc")" "" "<= perf ($(slow "$qc"))" "$res"
+	fmt7 "Python job, target's own CPU" "proftool, perf -g, vs bare" "" "$(slow "$dc")" "" "<= perf ($(slow "$qc"))" "$res"
 	[ "$res" != MISS ] || MISSES+=("Python job: the target's CPU $(slow "$dc") profiled by proftool, $(slow "$qc") by perf -g")
 else
-	fmt "Python job, target's own CPU" "proftool vs bare" "" "$(slow "$dc")" "" "<= perf" "skipped: no perf"
+	fmt7 "Python job, target's own CPU" "proftool vs bare" "" "$(slow "$dc")" "" "<= perf" "skipped: no perf"
 fi
 # stale_row LABEL MEASURE MISS_TEXT PERCENT...: a staleness row, the median (the lower
 # of the two middle ones) of the recordings' percentages against 1 %; MISS_TEXT follows
@@ -318,12 +373,12 @@ stale_row() {
 	local label=$1 measure=$2 text=$3 st res
 	shift 3
 	if [ "$#" = 0 ]; then
-		fmt "$label" "not measured" "" "" "" "<= 1%" ""
+		fmt7 "$label" "not measured" "" "" "" "<= 1%" ""
 		return
 	fi
 	st=$(printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 	res=$(result le "$st" 1)
-	fmt "$label" "$measure" "" "$st%" "$(printf '%s\n' "$@" | spread %.2f)" "<= 1%" "$res"
+	fmt7 "$label" "$measure" "" "$st%" "$(printf '%s\n' "$@" | spread %.2f)" "<= 1%" "$res"
 	note_result "$res" "staleness: $st% $text (target 1%)"
 }
 stale_row "Python stacks at odds (callback.py)" "% of samples, median" \
