@@ -114,11 +114,14 @@ void py_memo_keep(struct py_proc *p, struct py_stack_memo **mp, const struct py_
 {
 	struct py_stack_memo *m = *mp;
 
+	if (!n || n > PY_CAPTURE_NODES || cap->nr >= PY_CAPTURE_NODES) {
+		if (m)
+			m->nr_frames = 0;
+		return;
+	}
 	if (!m)
 		m = *mp = xmalloc(sizeof(*m));
 	m->nr_frames = 0;
-	if (!n || n > PY_CAPTURE_NODES || cap->nr >= PY_CAPTURE_NODES)
-		return;
 	m->tstate = cap->tstate;
 	m->first = cap->first;
 	m->cframe = cframe;

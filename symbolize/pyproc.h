@@ -108,6 +108,7 @@ struct py_proc {
 	bool code_failed;               /* the last read stopped at a code object it could not read */
 	bool new_codes;                 /* the last read met code objects new to the cache */
 	bool walk_exact;                /* the last walk kept each frame it found, checked (no fallback) */
+	bool cap_us;                    /* and read a frame from the stack copy, not the capture */
 	/* stacks taken from a thread's last capture (pymemo.c); with PROFTOOL_DEBUG_PYTHON, walked too */
 	uint64_t memo_hits, memo_differ;
 	bool memo_check;

@@ -316,7 +316,7 @@ size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack 
 		*moved = false;
 	p->us = NULL;
 	p->cap = NULL;
-	p->cap_used = p->cap_short = p->code_failed = p->new_codes = false;
+	p->cap_used = p->cap_short = p->code_failed = p->new_codes = p->walk_exact = p->cap_us = false;
 	p->nr_bounds = 0;
 	py_pages_reset(&p->pages);
 	py_codes_begin_read(p->codes, p->clock());
@@ -341,7 +341,6 @@ size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack 
 		if (t && (memo_n = py_memo_reuse(p, t->memo, cap, us, field, memo_out, max))) {
 			p->memo_hits++;
 			if (!p->memo_check) {
-				memcpy(out, memo_out, memo_n * sizeof(*out));
 				p->cap = NULL;
 				p->counts[*status]++;
 				return memo_n;
@@ -400,8 +399,8 @@ size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack 
 	/* PROFTOOL_DEBUG_PYTHON: the memo's frames against the walk's */
 	if (memo_n && (memo_n != n || *status != PY_STACK_COMPLETE || !same_frames(memo_out, out, n)))
 		p->memo_differ++;
-	if (captured && t && *status == PY_STACK_COMPLETE && p->walk_exact && !p->cap_short && !p->code_failed &&
-	    !p->new_codes)
+	if (captured && t && *status == PY_STACK_COMPLETE && p->walk_exact && !p->cap_short && !p->cap_us &&
+	    !p->code_failed && !p->new_codes)
 		py_memo_keep(p, &t->memo, cap, us, field, out, n, max);
 	p->us = NULL;
 	p->cap = NULL;

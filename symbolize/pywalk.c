@@ -171,6 +171,8 @@ bool py_from_copy(struct py_proc *p, const struct py_read *r)
 		return false;
 	}
 	memcpy(r->buf, us->data + (r->addr - us->sp), r->len);
+	/* (a frame the capture did not hold: the thread's memo does not keep such a stack) */
+	p->cap_us |= cap != NULL;
 	return true;
 }
 

@@ -53,7 +53,7 @@ samples_of() {
 	pvr=$(per_sample on.trace "$n" process_vm_readv)
 	ew=$(per_sample on.trace "$n" epoll_wait)
 	echo "captures: $n samples, process_vm_readv $pvr, epoll_wait $ew per sample" >&3
-	# what is left: a code object's header checked again every 20 ms (at most once a sweep:
+	# what is left: a code object's header checked again every 100 ms (at most once a sweep:
 	# when a quarter of the buffer has filled, or every 100 ms), and the reads of a start (0.20 here; 0.33 once, over 1083 samples: what does not grow
 	# with the run weighs more in a short one), against 1.2 to 1.3 without captures
 	awk -v a="$pvr" -v b="$ew" 'BEGIN { exit !(a <= 0.45 && b <= 0.25) }'
@@ -88,7 +88,9 @@ memo_check() {
 	local f hits
 	for f in split gens threads exceptions deep; do
 		PROFTOOL_DEBUG_PYTHON=1 "$PROFTOOL" record -q -o m.data -- "$1" "$PYDIR/$f.py" >/dev/null 2>err.txt
-		hits=$(awk '/taken from the thread.s last capture/ { h += $3; d += $(NF - 3) } END { print h + 0, d + 0 }' err.txt)
+		# "N Python stacks taken from the thread's last capture, D differed from a walk", a line a process
+		hits=$(sed -n 's/.* \([0-9][0-9]*\) Python stacks taken from .* \([0-9][0-9]*\) differed from a walk$/\1 \2/p' err.txt |
+			awk '{ h += $1; d += $2 } END { print h + 0, d + 0 }')
 		echo "$f.py: ${hits% *} stacks from the last capture, ${hits#* } differed from a walk" >&3
 		[ "${hits#* }" = 0 ]
 		[ "$f" = deep ] || at_least "${hits% *}" 100
