@@ -99,7 +99,7 @@ measure() {
 }
 
 # task_ns PID: the nanoseconds on a CPU of process PID's live threads (schedstat)
-task_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+task_ns() { { cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 
 # steady OUTER: the profiler's CPU per sample while the job runs, microseconds: its time on
 # a CPU from 1 s into the run to LONG-2 s, over the samples the job's CPU time in that
@@ -108,9 +108,15 @@ task_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END {
 # run spread of the figure above; so is what the profiler does per sample once the job
 # has ended (perf's pass over its samples for build-ids, proftool's symbolizing and
 # writing). OUTER is the outer timer: its child the profiler, whose child is the inner
-# timer, whose child is the job. "nan" when the job ended within the window.
+# timer, whose child is the job. "nan" when the job ended within the window (the C job
+# on more than 2 CPUs: its threads then run side by side) or the window is under 1 s.
 steady() {
-	local prof="" inner="" job="" a b a2 b2 k
+	local prof="" inner="" job="" a b a2 b2 k win
+	win=$(awk -v l="$LONG" 'BEGIN { printf "%.3f", l - 3 }')
+	if ! awk -v w="$win" 'BEGIN { exit !(w >= 1) }'; then
+		echo nan
+		return
+	fi
 	sleep 1
 	for ((k = 0; k < 50; k++)); do
 		[ -z "$job" ] || break
@@ -122,7 +128,7 @@ steady() {
 	done
 	[ -n "$job" ] || { echo nan; return; }
 	a=$(task_ns "$prof") b=$(task_ns "$job")
-	sleep $((LONG - 3))
+	sleep "$win"
 	a2=$(task_ns "$prof") b2=$(task_ns "$job")
 	if ! kill -0 "$job" 2>/dev/null || [ "$b2" -le "$b" ]; then
 		echo nan
@@ -292,7 +298,8 @@ section() { printf '%s\n' "$*" >>"$TABLE"; }
 	printf '/ (samples in the %s s run - in the %s s run); median of %d pairs; -F %d, call graph defaults\n' \
 		"$LONG" "$SHORT" "$RUNS" "$FREQ"
 	printf '(proftool: -g dwarf; perf: -g, frame pointers); pairs: the lowest..highest of the pairs'"'"' figures;\n'
-	printf 'in-run: us per sample while the job ran (1 s to %s s into the long runs), start and end left out\n\n' "$((LONG - 2))"
+	printf 'in-run: us per sample while the job ran (1 s to %s s into the long runs), start and end left out\n\n' \
+		"$(awk -v l="$LONG" 'BEGIN { print l - 2 }')"
 } >"$TABLE"
 fmt "job" "option" "samples ${SHORT}s/${LONG}s" "us/sample" "pairs" "in-run" "target" "result"
 fmt "---" "------" "----------------" "---------" "-----" "------" "------" "------"

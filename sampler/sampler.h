@@ -52,8 +52,9 @@ static inline bool sampler_event_counts(enum sampler_event ev)
  * them, which across CPUs is not always before a sample that follows them.
  * EAGER, when set, says whether the hook has anything to read yet (the
  * perf backend then drains every millisecond, and at real-time priority
- * where allowed, instead of every 20 ms); with captures (below), whether
- * it has lately read samples later than they were taken. They run on the sampler's own
+ * where allowed, instead of every 20 ms, or 100 ms with captures); with
+ * captures (below), whether it has lately read samples later than they
+ * were taken. They run on the sampler's own
  * threads (or the caller's during a flush): the perf backend's drain
  * threads, one per CPU where each sample is read at once, call them side
  * by side, each for the records of its own CPUs in their order; the hook
