@@ -173,7 +173,9 @@ start_long_record() {
 	run --separate-stderr "$PROFTOOL" report --format folded burst.data
 	[ "$status" -eq 0 ]
 	at_least "$(self_share burst_child_work <<<"$output")" 80
-	! grep -q '^\[unknown\]' <<<"$output" || false
+	# (CI's ASan run once had such a row, which 9 runs here did not: shown, to see why)
+	unknown=$(grep '^\[unknown\]' <<<"$output" || true)
+	[ -z "$unknown" ] || { echo "rows under [unknown]: $unknown"; false; }
 	no_temp_files .
 	no_process "^$WORKLOADS/burst 200"
 }
