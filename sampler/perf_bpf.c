@@ -40,14 +40,16 @@
 
 /*
  * A capture's raw data: this header, START_MAX bytes of start, then
- * NODES slots of (u64 address, NODE_MAX bytes). The magic is the high half
+ * NODES slots of (u64 address, NODE_MAX bytes, u64 code address, CODE_MAX
+ * bytes). The magic is the high half
  * of the record's first word, which in a sample is its instruction
  * pointer: no canonical address has it (perf_drain.c tells them apart so).
  */
 #define CAP_MAGIC PERF_CAPTURE_MAGIC
 #define WAKE_MAGIC PERF_CAPTURE_WAKE_MAGIC
 #define CAP_HDR 32
-#define CAP_SLOT (8 + SAMPLER_CAPTURE_NODE_MAX)
+#define CAP_CODE (8 + SAMPLER_CAPTURE_NODE_MAX)        /* in a slot: the code address, then its bytes */
+#define CAP_SLOT (CAP_CODE + 8 + SAMPLER_CAPTURE_CODE_MAX)
 #define CAP_SIZE (CAP_HDR + SAMPLER_CAPTURE_START_MAX + SAMPLER_CAPTURE_NODES * CAP_SLOT)
 #define CAP_MAX_PROCS 4096
 #define CAP_MAX_THREADS 65536
@@ -61,7 +63,7 @@ struct sampler_capture {
 
 /* The per-process map's value: struct sampler_capture_layout, as the program reads it (START_LEN 0: nothing). */
 struct cap_proc {
-	uint32_t start_len, node_len, ind1, ind2, next, pad;
+	uint32_t start_len, node_len, ind1, ind2, next, code_at, code_len, pad;
 };
 
 static long sys_bpf(int cmd, union bpf_attr *a)
@@ -196,10 +198,37 @@ static int read_user(struct prog *p, int dst, int32_t dst_off, int len_reg, int3
 }
 
 /*
+ * The bytes at the address the node in SLOT holds at CODE_AT, unless the
+ * layout has none: the code address stays 0 when they could not be read.
+ */
+static void code_bytes(struct prog *p, int32_t slot)
+{
+	int skip[4];
+
+	sti(p, BPF_DW, R9, (int16_t)(slot + CAP_CODE), 0);
+	ldx(p, BPF_W, R1, R8, 20);
+	skip[0] = jmp(p, BPF_JGT, R1, -1, SAMPLER_CAPTURE_NODE_MAX - 8);
+	/* masked: the verifier wants it in bounds (and a multiple of 8, as it is) */
+	andi(p, R1, SAMPLER_CAPTURE_NODE_MAX - 8);
+	mov(p, R2, R9);
+	add(p, R2, R1);
+	ldx(p, BPF_DW, R3, R2, (int16_t)(slot + 8));
+	stx(p, BPF_DW, FP, -40, R3);
+	ldx(p, BPF_W, R4, R8, 24);
+	skip[1] = jmp(p, BPF_JGT, R4, -1, SAMPLER_CAPTURE_CODE_MAX);
+	skip[2] = jmp(p, BPF_JEQ, R4, -1, 0);
+	skip[3] = read_user(p, R9, slot + CAP_CODE + 8, R4, 0, -1);
+	ldx(p, BPF_DW, R1, FP, -40);
+	stx(p, BPF_DW, R9, (int16_t)(slot + CAP_CODE), R1);
+	for (size_t i = 0; i < ARRAY_SIZE(skip); i++)
+		patch(p, skip[i], (int)p->n);
+}
+
+/*
  * The program. Registers kept across calls: R6 the context, R7 the
  * pid/tgid word, R8 the process's layout, R9 the per-CPU scratch record.
  * Stack: FP-4 the key, FP-16 the start address, FP-24 the next node,
- * FP-32 the wake-up record.
+ * FP-32 the wake-up record, FP-40 a node's code address.
  */
 static void build(struct prog *p, const struct sampler_capture *c)
 {
@@ -278,6 +307,7 @@ static void build(struct prog *p, const struct sampler_capture *c)
 		add(p, R2, R1);
 		ldx(p, BPF_DW, R1, R2, (int16_t)(slot + 8));
 		stx(p, BPF_DW, FP, -24, R1);
+		code_bytes(p, slot);
 	}
 	movi(p, R5, (int32_t)CAP_SIZE);
 	out = (int)p->n;
@@ -448,6 +478,7 @@ bool perf_capture_decode(const void *raw, size_t len, struct sampler_captured *o
 	out->nr_nodes = nr;
 	out->nodes = r + CAP_HDR + SAMPLER_CAPTURE_START_MAX;
 	out->node_stride = CAP_SLOT;
+	out->code_offset = CAP_CODE;
 	return true;
 }
 
@@ -458,9 +489,11 @@ int sampler_capture_proc(struct sampler_capture *c, int32_t pid, const struct sa
 
 	if (l) {
 		if (!l->start_len || l->start_len > SAMPLER_CAPTURE_START_MAX || l->node_len > SAMPLER_CAPTURE_NODE_MAX ||
-		    (l->node_len & 7) || (l->next & 7) || l->next + 8 > l->node_len)
+		    (l->node_len & 7) || (l->next & 7) || l->next + 8 > l->node_len ||
+		    (l->code_at != SAMPLER_CAPTURE_NONE &&
+		     ((l->code_at & 7) || l->code_at + 8 > l->node_len || l->code_len > SAMPLER_CAPTURE_CODE_MAX)))
 			return -EINVAL;
-		v = (struct cap_proc){ l->start_len, l->node_len, l->ind1, l->ind2, l->next, 0 };
+		v = (struct cap_proc){ l->start_len, l->node_len, l->ind1, l->ind2, l->next, l->code_at, l->code_len, 0 };
 	}
 	return map_set(c->procs_fd, &key, &v);
 }

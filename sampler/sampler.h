@@ -86,17 +86,22 @@ struct sampler_ustack {
  * of the first node, at START + IND1 (a pointer to follow first, unless
  * SAMPLER_CAPTURE_NONE) + IND2; then each node, NODE_LEN bytes, and the
  * next one's address at NEXT in it, until 0 or SAMPLER_CAPTURE_NODES
- * nodes. A chain that could not be read whole ends early; the hook reads
- * what is missing itself.
+ * nodes. With each node, unless CODE_AT is SAMPLER_CAPTURE_NONE, the
+ * CODE_LEN bytes at the address the node holds at CODE_AT (an
+ * interpreter frame's code object: checked against what the hook knows
+ * of it without a read of its own). A chain that could not be read whole
+ * ends early; the hook reads what is missing itself.
  */
 #define SAMPLER_CAPTURE_NONE 0xffffffffu
 #define SAMPLER_CAPTURE_START_MAX 256u  /* bytes */
 #define SAMPLER_CAPTURE_NODE_MAX 128u   /* bytes, a multiple of 8 */
 #define SAMPLER_CAPTURE_NODES 64u
+#define SAMPLER_CAPTURE_CODE_MAX 160u   /* bytes at each node's CODE_AT pointer */
 
 struct sampler_capture_layout {
 	uint32_t start_len, node_len;   /* <= the maxima; NODE_LEN a multiple of 8 */
 	uint32_t ind1, ind2, next;      /* NEXT + 8 <= NODE_LEN, a multiple of 8 */
+	uint32_t code_at, code_len;     /* CODE_AT + 8 <= NODE_LEN, a multiple of 8, or NONE */
 };
 
 struct sampler_captured {
@@ -104,9 +109,14 @@ struct sampler_captured {
 	uint64_t first;                 /* the first node's address, 0: the chain is empty */
 	const uint8_t *start_bytes;     /* start_len bytes at START */
 	size_t start_len;
-	size_t nr_nodes;                /* each at nodes + i * node_stride: its address (u64), its bytes */
+	/*
+	 * each at nodes + i * node_stride: its address (u64), its bytes; at
+	 * code_offset in it, the address read at its CODE_AT (u64, 0 when
+	 * its bytes were not copied), then CODE_LEN bytes from there
+	 */
+	size_t nr_nodes;
 	const uint8_t *nodes;
-	size_t node_stride;
+	size_t node_stride, code_offset;
 };
 
 struct sampler_capture;

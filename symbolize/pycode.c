@@ -421,6 +421,16 @@ size_t py_codes_prefetch(struct py_codes *c, const struct py_target *t, const ui
 	return codes;
 }
 
+struct py_code *py_code_matching(struct py_codes *c, const struct py_target *t, uint64_t addr, const uint8_t *hdr)
+{
+	struct py_code *code = cached(c, addr);
+
+	if ((t->code_type && u64_at(hdr, 8) != t->code_type) || !hdr_matches(code, &t->l, hdr))
+		return NULL;
+	code->checked_ns = c->now;
+	return code;
+}
+
 enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64_t addr,
 			   const uint8_t *hdr, struct py_code **out)
 {

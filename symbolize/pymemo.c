@@ -8,8 +8,9 @@
  * same frames, flags and code objects again: what it found is kept here,
  * and a capture whose frames match it field for field takes it, with each
  * frame's line worked out from its own instruction pointer. The code
- * objects must all have been checked within PY_CODE_RECHECK_NS, as the
- * walk asks, else the walk is made, and checks them.
+ * objects must all match the headers the capture copied at the sample,
+ * or, where it copied none, have been checked within PY_CODE_RECHECK_NS,
+ * as the walk asks; else the walk is made, and checks them.
  *
  * Measured on bench/pyspin.py (six Python frames): of the 1,987 samples
  * of the drain thread's own profile, 337 were the walk.
@@ -91,7 +92,9 @@ size_t py_memo_reuse(struct py_proc *p, const struct py_stack_memo *m, const str
 	}
 	for (size_t k = 0; k < m->nr_frames; k++) {
 		const struct memo_frame *mf = &m->frames[k];
-		struct py_code *c = py_code_recent(p->codes, mf->code);
+		const uint8_t *hdr = py_cap_code(cap, mf->node, mf->code);
+		struct py_code *c = hdr ? py_code_matching(p->codes, &p->t, mf->code, hdr) :
+					  py_code_recent(p->codes, mf->code);
 		uint64_t instr;
 
 		if (!c)

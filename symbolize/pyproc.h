@@ -55,6 +55,7 @@ struct thread_entry {
 
 /* Where a stack's distinct code object stands once read_codes is over. */
 enum code_state {
+	CODE_UNREAD,                    /* (while read_codes runs) */
 	CODE_UNREADABLE,                /* its header could not be read */
 	CODE_READ,                      /* its header is in code_hdr */
 	CODE_RECENT,                    /* cached and checked within PY_CODE_RECHECK_NS: not read */
@@ -111,6 +112,8 @@ struct py_proc {
 	bool cap_us;                    /* and read a frame from the stack copy, not the capture */
 	/* stacks taken from a thread's last capture (pymemo.c); with PROFTOOL_DEBUG_PYTHON, walked too */
 	uint64_t memo_hits, memo_differ;
+	/* code objects' headers of the walks: checked from the capture, and read from the process */
+	uint64_t code_from_cap, code_read;
 	bool memo_check;
 	struct py_frame *memo_scratch;  /* PY_CAPTURE_NODES frames, for the check */
 	uint64_t walk_lo;               /* the lowest frame the walk found within FRAME_SPAN_MAX of the first */
@@ -146,6 +149,21 @@ static inline uint32_t py_line_of(struct py_proc *p, struct py_code *c, uint64_t
 	if (o < -2 || (o & 1))
 		return 0;
 	return py_code_line(p->codes, c, o);
+}
+
+/*
+ * The first hdr_code bytes of code object CODE as CAP's frame NODE had it
+ * at the sample, or NULL when the capture did not copy them (none, or its
+ * read failed, or another code object).
+ */
+static inline const uint8_t *py_cap_code(const struct py_capture *cap, size_t node, uint64_t code)
+{
+	const uint8_t *slot;
+
+	if (!cap || !cap->code_off || node >= cap->nr || !code)
+		return NULL;
+	slot = cap->nodes + node * cap->stride;
+	return u64_at(slot, (uint32_t)cap->code_off) == code ? slot + cap->code_off + 8 : NULL;
 }
 
 /* 3.11 and 3.12: from the thread state's _PyCFrame CFRAME, the innermost frame when US was copied (pywalk.c). */

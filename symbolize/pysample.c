@@ -93,7 +93,8 @@ static uint32_t func_of(struct sym_python *py, struct pyproc *pp, const struct p
 
 /* What the sampler captures is what the reader takes a capture to hold. */
 _Static_assert(PY_CAPTURE_NODES == SAMPLER_CAPTURE_NODES && PY_CAPTURE_TS_MAX == SAMPLER_CAPTURE_START_MAX &&
-		       PY_CAPTURE_FRAME_MAX == SAMPLER_CAPTURE_NODE_MAX, "the capture's bounds differ");
+		       PY_CAPTURE_FRAME_MAX == SAMPLER_CAPTURE_NODE_MAX && PY_CAPTURE_CODE_MAX == SAMPLER_CAPTURE_CODE_MAX,
+	       "the capture's bounds differ");
 
 /* With captures, how long the sampler hurries after a stack was read later than its sample. */
 #define EAGER_HOLD_NS 50000000ull
@@ -133,6 +134,7 @@ static void capture_register(struct sym_python *py, struct pyproc *pp, int32_t t
 	struct sampler_capture *c = __atomic_load_n(&py->capture, __ATOMIC_ACQUIRE);
 	struct sampler_capture_layout l;
 	uint64_t tstate;
+	bool ok;
 
 	if (!c || dead)
 		return;
@@ -153,8 +155,13 @@ static void capture_register(struct sym_python *py, struct pyproc *pp, int32_t t
 		pp->cap_registered = true;
 		/* a layout now, not nothing: a new mapping does not drop it */
 		__atomic_store_n(&pp->cap_empty, false, __ATOMIC_RELAXED);
-		if (!py_capture_layout(pp->reader, &l.start_len, &l.node_len, &l.ind1, &l.ind2, &l.next) ||
-		    sampler_capture_proc(c, pp->pid, &l) < 0) {
+		ok = py_capture_layout(pp->reader, &l.start_len, &l.node_len, &l.ind1, &l.ind2, &l.next);
+		/* and each frame's code object's header, where it fits */
+		if (!ok || !py_capture_code(pp->reader, l.node_len, &l.code_at, &l.code_len)) {
+			l.code_at = SAMPLER_CAPTURE_NONE;
+			l.code_len = 0;
+		}
+		if (!ok || sampler_capture_proc(c, pp->pid, &l) < 0) {
 			if (py->debug)
 				fprintf(stderr, "proftool: debug: no captures for %d: thread state %u, frame %u bytes\n",
 					(int)pp->pid, l.start_len, l.node_len);
@@ -184,7 +191,7 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 	const struct py_capture pc = {
 		scap ? scap->start : 0, scap ? scap->first : 0, scap ? scap->start_bytes : NULL,
 		scap ? scap->start_len : 0, scap ? scap->nr_nodes : 0, scap ? scap->nodes : NULL,
-		scap ? scap->node_stride : 0,
+		scap ? scap->node_stride : 0, scap ? scap->code_offset : 0,
 	};
 	/* an empty capture: the program met this thread undescribed */
 	const bool unknown = scap && !scap->start;

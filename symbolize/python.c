@@ -53,7 +53,8 @@ void py_proc_free(struct py_proc *p)
 		return;
 	if (p->memo_check)
 		fprintf(stderr, "proftool: debug: %" PRIu64 " Python stacks taken from the thread's last capture, "
-			"%" PRIu64 " differed from a walk\n", p->memo_hits, p->memo_differ);
+			"%" PRIu64 " differed from a walk; walks checked %" PRIu64 " code objects from the capture, "
+			"read %" PRIu64 "\n", p->memo_hits, p->memo_differ, p->code_from_cap, p->code_read);
 	free(p->memo_scratch);
 	py_codes_free(p->codes);
 	py_pages_release(&p->pages);
@@ -236,6 +237,13 @@ bool py_capture_layout(const struct py_proc *p, uint32_t *ts_len, uint32_t *fram
 	*next = l->frame_previous;
 	return *ts_len <= PY_CAPTURE_TS_MAX && *frame_len <= PY_CAPTURE_FRAME_MAX && !(*next & 7) &&
 	       *next + 8 <= *frame_len;
+}
+
+bool py_capture_code(const struct py_proc *p, uint32_t frame_len, uint32_t *code_at, uint32_t *code_len)
+{
+	*code_at = p->t.l.frame_code;
+	*code_len = (uint32_t)p->t.hdr_code;
+	return !(*code_at & 7) && *code_at + 8 <= frame_len && *code_len <= PY_CAPTURE_CODE_MAX;
 }
 
 bool py_proc_tstate_to_register(struct py_proc *p, int32_t tid, uint64_t *tstate)

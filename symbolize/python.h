@@ -218,10 +218,14 @@ struct py_ustack {
  * event, sampler_captured): its thread state's first TS_LEN bytes, and
  * the chain of frames from the innermost, each header at
  * nodes + i * stride: its address (u64), then PY_CAPTURE_FRAME_MAX bytes
- * (the layout's hdr_frame of them copied).
+ * (the layout's hdr_frame of them copied). With CODE_OFF (0: none), at
+ * that offset from each frame's address: the address of its code object
+ * as the capture read it (0 when it could not), then its header's first
+ * hdr_code bytes.
  */
 #define PY_CAPTURE_TS_MAX 256
 #define PY_CAPTURE_FRAME_MAX 128
+#define PY_CAPTURE_CODE_MAX 160
 #define PY_CAPTURE_NODES 64     /* frames a capture holds at most */
 struct py_capture {
 	uint64_t tstate, first;
@@ -229,12 +233,18 @@ struct py_capture {
 	size_t ts_len;
 	size_t nr;
 	const uint8_t *nodes;
-	size_t stride;
+	size_t stride, code_off;
 };
 
 /* What the capture copies for P's interpreter; false when its headers are too large for it. */
 bool py_capture_layout(const struct py_proc *p, uint32_t *ts_len, uint32_t *frame_len, uint32_t *ind1,
 		       uint32_t *ind2, uint32_t *next);
+/*
+ * What the capture copies of each frame's code object: the header bytes
+ * (*CODE_LEN) at the pointer at *CODE_AT in the frame (FRAME_LEN bytes, as
+ * py_capture_layout said); false when they do not fit.
+ */
+bool py_capture_code(const struct py_proc *p, uint32_t frame_len, uint32_t *code_at, uint32_t *code_len);
 /*
  * Thread TID's thread state, once, when the last read found one not
  * registered for captures yet (then it is), or 0 once it found that the
@@ -422,7 +432,9 @@ void py_codes_free(struct py_codes *c);
  * them at every sample was most of a read's system time, and checking a
  * six-frame stack's every 20 ms took 46 us a call while the target ran
  * (perf trace, 2-CPU VM), 1.5 us per sample, a fifth of proftool's CPU on
- * bench/pyspin.py with captures, 97 calls in 3 s; at 100 ms, 25.
+ * bench/pyspin.py with captures, 97 calls in 3 s; at 100 ms, 25. A frame
+ * a capture holds comes with its code object's header, checked with no
+ * read at all (py_code_matching): this is for the others.
  */
 #define PY_CODE_RECHECK_NS (100u * 1000 * 1000)
 #define PY_CODE_TRUST_NS (1000u * 1000 * 1000)
@@ -435,6 +447,12 @@ void py_codes_begin_read(struct py_codes *c, uint64_t now);
 
 /* The cached code object at ADDR when its header matched within PY_CODE_RECHECK_NS, else NULL. */
 struct py_code *py_code_recent(struct py_codes *c, uint64_t addr);
+/*
+ * The cached code object at ADDR when HDR (its header's first hdr_code
+ * bytes, as a capture copied them at the sample) is still what it was
+ * decoded from, else NULL; it then counts as checked now.
+ */
+struct py_code *py_code_matching(struct py_codes *c, const struct py_target *t, uint64_t addr, const uint8_t *hdr);
 /*
  * The cached code object at ADDR when its header matched within
  * PY_CODE_TRUST_NS, else NULL: what a captured frame ran when its code

@@ -285,7 +285,8 @@ static uint32_t code_index(struct py_proc *p, uint64_t code, size_t *nc)
 
 /*
  * Reads the headers of the N walked frames' distinct code objects that
- * were not checked lately (py_code_recent), all in as few calls of the
+ * the capture did not copy and that were not checked lately
+ * (py_code_recent), all in as few calls of the
  * reader as ranges that fail allow (a range that fails stops a call; the
  * next goes on after it). Sets each frame's code_idx and each code
  * object's code_state; returns the number of distinct code objects.
@@ -303,9 +304,24 @@ static size_t read_codes(struct py_proc *p, size_t n)
 
 		w->code_idx = i && w->code == w[-1].code ? w[-1].code_idx : code_index(p, w->code, &nc);
 	}
+	/* those whose headers the capture copied at the sample: checked as they were then, with no read */
+	for (size_t i = 0; i < nc; i++)
+		p->code_state[i] = CODE_UNREAD;
+	for (size_t i = 0; i < n; i++) {
+		const struct walked *w = &p->walked[i];
+		const uint8_t *hdr = w->captured ? py_cap_code(p->cap, w->node, w->code) : NULL;
+
+		if (hdr && p->code_state[w->code_idx] == CODE_UNREAD) {
+			memcpy(p->code_hdr[w->code_idx], hdr, p->t.hdr_code);
+			p->code_state[w->code_idx] = CODE_READ;
+			p->code_from_cap++;
+		}
+	}
 	for (size_t c = 0; c < nc; c++) {
 		size_t k = 0;
 
+		if (p->code_state[c] == CODE_READ)
+			continue;
 		if (py_code_recent(p->codes, p->code_addr[c])) {
 			p->code_state[c] = CODE_RECENT;
 			continue;
@@ -316,11 +332,13 @@ static size_t read_codes(struct py_proc *p, size_t n)
 		if (k < p->nr_spec && p->spec_ok[k]) {
 			memcpy(p->code_hdr[c], p->spec_hdr[k], p->t.hdr_code);
 			p->code_state[c] = CODE_READ;
+			p->code_read++;
 			continue;
 		}
 		idx[nr] = (uint32_t)c;
 		r[nr++] = (struct py_read){ p->code_addr[c], p->code_hdr[c], p->t.hdr_code };
 	}
+	p->code_read += nr;
 	while (done < nr) {
 		int got = p->t.read(p->t.read_arg, r + done, nr - done);
 

@@ -83,17 +83,26 @@ samples_of() {
 
 # memo_check PY: with PROFTOOL_DEBUG_PYTHON, each stack taken from its thread's last capture
 # (symbolize/pymemo.c) is walked as well: what the two found must be the same, for loops,
-# generators, threads, exceptions and recursion (mostly deeper than a capture holds: walked)
+# generators, threads, exceptions and recursion (mostly deeper than a capture holds: walked).
+# And the walks check their code objects against the headers the capture copied: a code
+# object's header is read from the process only for the frames a capture did not hold (a
+# thread's first stack, before it is registered; deep.py's frames past the 64th)
 memo_check() {
-	local f hits
+	local f hits codes
 	for f in split gens threads exceptions deep; do
 		PROFTOOL_DEBUG_PYTHON=1 "$PROFTOOL" record -q -o m.data -- "$1" "$PYDIR/$f.py" >/dev/null 2>err.txt
-		# "N Python stacks taken from the thread's last capture, D differed from a walk", a line a process
-		hits=$(sed -n 's/.* \([0-9][0-9]*\) Python stacks taken from .* \([0-9][0-9]*\) differed from a walk$/\1 \2/p' err.txt |
+		# "N Python stacks taken from the thread's last capture, D differed from a walk; walks
+		# checked H code objects from the capture, read R", a line a process
+		hits=$(sed -n 's/.* \([0-9][0-9]*\) Python stacks taken from .* \([0-9][0-9]*\) differed from a walk;.*/\1 \2/p' err.txt |
 			awk '{ h += $1; d += $2 } END { print h + 0, d + 0 }')
-		echo "$f.py: ${hits% *} stacks from the last capture, ${hits#* } differed from a walk" >&3
+		codes=$(sed -n 's/.* walks checked \([0-9][0-9]*\) code objects from the capture, read \([0-9][0-9]*\)$/\1 \2/p' err.txt |
+			awk '{ h += $1; r += $2 } END { print h + 0, r + 0 }')
+		echo "$f.py: ${hits% *} stacks from the last capture, ${hits#* } differed from a walk;" \
+			"code objects checked from the capture ${codes% *}, read ${codes#* }" >&3
 		[ "${hits#* }" = 0 ]
 		[ "$f" = deep ] || at_least "${hits% *}" 100
+		at_least "${codes% *}" 500
+		awk -v h="${codes% *}" -v r="${codes#* }" 'BEGIN { exit !(r * 20 <= h) }'
 	done
 }
 

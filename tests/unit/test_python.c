@@ -1137,7 +1137,7 @@ static uint8_t cap_ts[PY_CAPTURE_TS_MAX];
 /* What the BPF program would copy of thread state TS with its innermost MAX frames. */
 static struct py_capture capture_of(uint64_t ts, uint32_t ts_len, uint32_t frame_len, uint64_t first, size_t max)
 {
-	struct py_capture c = { ts, first, cap_ts, ts_len, 0, &cap_nodes[0][0], sizeof(cap_nodes[0]) };
+	struct py_capture c = { ts, first, cap_ts, ts_len, 0, &cap_nodes[0][0], sizeof(cap_nodes[0]), 0 };
 
 	memcpy(cap_ts, heap + (ts - HEAP), ts_len);
 	for (uint64_t f = first; f && c.nr < max && c.nr < ARRAY_SIZE_(cap_nodes); c.nr++) {
@@ -1299,6 +1299,111 @@ static void check_captures(uint32_t hex)
 	py_proc_free(p);
 }
 
+static uint8_t cap_slots[8][8 + PY_CAPTURE_FRAME_MAX + 8 + PY_CAPTURE_CODE_MAX];
+
+/* The same, with each frame's code object's first CODE_LEN bytes as the program copies them. */
+static struct py_capture capture_codes_of(uint64_t ts, uint32_t ts_len, uint32_t frame_len, uint32_t code_len,
+					  uint64_t first)
+{
+	const size_t code_off = 8 + PY_CAPTURE_FRAME_MAX;
+	struct py_capture c = { ts, first, cap_ts, ts_len, 0, &cap_slots[0][0], sizeof(cap_slots[0]), code_off };
+
+	memcpy(cap_ts, heap + (ts - HEAP), ts_len);
+	for (uint64_t f = first; f && c.nr < ARRAY_SIZE_(cap_slots); c.nr++) {
+		uint64_t code = u64_at_heap(f, L->frame_code);
+
+		memset(cap_slots[c.nr], 0, sizeof(cap_slots[0]));
+		memcpy(cap_slots[c.nr], &f, 8);
+		memcpy(cap_slots[c.nr] + 8, heap + (f - HEAP), frame_len);
+		memcpy(cap_slots[c.nr] + code_off, &code, 8);
+		memcpy(cap_slots[c.nr] + code_off + 8, heap + (code - HEAP), code_len);
+		f = u64_at_heap(f, L->frame_previous);
+	}
+	return c;
+}
+
+/*
+ * With the code objects' headers in the capture, a stack whose code
+ * objects are cached costs no read however long since they were checked,
+ * and each frame is named after the code object it ran at the sample:
+ * one replaced since is not read; one replaced before is.
+ */
+static void check_capture_codes(uint32_t hex)
+{
+	const bool shims = L->owned_by_cstack != PY_OWNER_NONE;
+	uint32_t ts_len, frame_len, ind1, ind2, next, code_at, code_len;
+	uint64_t f1, f2, f3, ts, train, tstate;
+	struct py_capture c;
+	struct py_proc *p;
+	enum py_status st;
+	size_t n;
+
+	f1 = mk_frame(mk_code("<module>"), shims ? mk_shim(0) : 0, 20, OWNER_THREAD, !shims);
+	train = mk_code("train");
+	f2 = mk_frame(train, f1, 12, OWNER_THREAD, false);
+	f3 = mk_frame(mk_code("step"), f2, 4, OWNER_THREAD, false);
+	ts = mk_tstate(100, f3);
+	p = open_proc(hex);
+	CHECK(p);
+	if (!p)
+		return;
+	CHECK(py_capture_layout(p, &ts_len, &frame_len, &ind1, &ind2, &next));
+	CHECK(py_capture_code(p, frame_len, &code_at, &code_len));
+	CHECK_EQ_U(code_at, L->frame_code);
+	CHECK(code_len > L->code_linetable && code_len <= PY_CAPTURE_CODE_MAX);
+	/* the first read finds the thread state and fills the cache */
+	CHECK_EQ_U(py_read_stack(p, 100, fr, PY_MAX_DEPTH, &st), 3);
+	CHECK(py_proc_tstate_to_register(p, 100, &tstate));
+
+	/* long past the recheck, a capture still needs no read */
+	now += 10ull * PY_CODE_TRUST_NS;
+	c = capture_codes_of(ts, ts_len, frame_len, code_len, f3);
+	calls = 0;
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(calls, 0);
+	if (n == 3) {
+		CHECK_FRAME(fr[0], "step", 11, 0);
+		CHECK(!strcmp(fr[1].qualname, "train"));
+	}
+	/* the same again (the thread's memo): no read either */
+	now += 10ull * PY_CODE_TRUST_NS;
+	calls = 0;
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(calls, 0);
+
+	/* train's code object replaced after the sample: the capture's header names what ran */
+	put64(train, L->code_qualname, mk_str("later"));
+	now += 10ull * PY_CODE_TRUST_NS;
+	calls = 0;
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(calls, 0);
+	if (n == 3)
+		CHECK(!strcmp(fr[1].qualname, "train"));
+	/* and before it: the new one is read, and named */
+	c = capture_codes_of(ts, ts_len, frame_len, code_len, f3);
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(n, 3);
+	CHECK(calls > 0);
+	if (n == 3)
+		CHECK(!strcmp(fr[1].qualname, "later"));
+
+	/* a header the program could not copy (address 0): read from the process, past the recheck */
+	c = capture_codes_of(ts, ts_len, frame_len, code_len, f3);
+	memset(cap_slots[0] + c.code_off, 0, 8);
+	now += 10ull * PY_CODE_TRUST_NS;
+	calls = 0;
+	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
+	CHECK_EQ_U(n, 3);
+	CHECK_EQ_U(calls, 1);
+	if (n == 3)
+		CHECK_FRAME(fr[0], "step", 11, 0);
+	py_proc_free(p);
+}
+
 static void captures(void)
 {
 	space(0x030b0000);
@@ -1307,6 +1412,12 @@ static void captures(void)
 	check_captures(0x030c01f0);
 	space_313();
 	check_captures(0x030d00f0);
+	space(0x030b0000);
+	check_capture_codes(0x030b02f0);
+	space(0x030c0000);
+	check_capture_codes(0x030c01f0);
+	space_313();
+	check_capture_codes(0x030d00f0);
 }
 
 int main(void)
