@@ -421,6 +421,41 @@ size_t py_codes_prefetch(struct py_codes *c, const struct py_target *t, const ui
 	return codes;
 }
 
+size_t py_codes_seed(struct py_codes *dst, const struct py_codes *src, size_t max_bytes)
+{
+	size_t added = 0, taken = 0;
+
+	for (size_t i = 0; i < src->nr; i++) {
+		const struct py_code *from = &src->codes[i];
+		size_t need = sizeof(*from) + sizeof(uint32_t) + from->linetable_len;
+		struct py_code fresh = *from;
+
+		if (cached(dst, from->addr))
+			continue;
+		if (need > max_bytes - taken || !room(dst, need))
+			break;
+		fresh.qualname = intern(dst, from->qualname, strlen(from->qualname));
+		fresh.filename = intern(dst, from->filename, strlen(from->filename));
+		if (!fresh.qualname || !fresh.filename)
+			break;
+		if (from->linetable) {
+			fresh.linetable = xmalloc(from->linetable_len);
+			memcpy(fresh.linetable, from->linetable, from->linetable_len);
+		}
+		/* never checked here: a header of this process's must match before it is used */
+		fresh.checked_ns = 0;
+		fresh.last_off = -1;
+		fresh.last_line = 0;
+		ALLOC_GROW(dst->codes, dst->nr + 1, dst->alloc);
+		idx_insert(&dst->idx, hash_u64(fresh.addr), (uint32_t)dst->nr);
+		dst->codes[dst->nr++] = fresh;
+		dst->kept += need;
+		taken += need;
+		added++;
+	}
+	return added;
+}
+
 struct py_code *py_code_matching(struct py_codes *c, const struct py_target *t, uint64_t addr, const uint8_t *hdr)
 {
 	struct py_code *code = cached(c, addr);

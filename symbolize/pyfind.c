@@ -122,6 +122,28 @@ int pyproc_unreadable_why(int32_t pid, uint64_t addr)
 	return process_vm_readv(pid, &local, 1, &remote, 1, 0) == 1 ? EFAULT : errno;
 }
 
+/* PID's parent, from /proc; 0 when unknown. */
+static int32_t ppid_of(int32_t pid)
+{
+	char path[64], buf[512];
+	const char *close_paren;
+	ssize_t n;
+	int fd, ppid = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	/* "pid (comm) state ppid ...": the name may hold anything, ')' too */
+	close_paren = strrchr(buf, ')');
+	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1 || ppid < 0)
+		return 0;
+	return ppid;
+}
+
 /* Sets up PP's reader from the first interpreter file PID maps, if any (under PP's lock). */
 void pyproc_discover(struct sym_python *py, struct pyproc *pp)
 {
@@ -177,6 +199,8 @@ void pyproc_discover(struct sym_python *py, struct pyproc *pp)
 	pp->reader = py_proc_new(&o, err, sizeof(err));
 	if (pp->reader) {
 		pp->interp = add_interp_locked(py, f->path, py_proc_version(pp->reader), NULL);
+		pp->ppid = ppid_of(pp->pid);
+		pp->seed_pending = pp->ppid > 0;
 		return;
 	}
 	pp->open_errno = errno;
@@ -224,6 +248,101 @@ struct pyproc *pyproc_of(struct sym_python *py, int32_t pid)
 	pthread_mutex_init(&pp->lock, NULL);
 	idx_insert(&py->proc_idx, h, id);
 	return pp;
+}
+
+/* The latest incarnation of PID that has not ended, or NULL (under py->lock). */
+static struct pyproc *pyproc_live(struct sym_python *py, int32_t pid)
+{
+	uint64_t h = hash_u64((uint64_t)(uint32_t)pid);
+	size_t pos = 0;
+	uint32_t id, latest = IDX_NONE;
+
+	while ((id = idx_next(&py->proc_idx, h, &pos)) != IDX_NONE)
+		if (py->procs[id]->pid == pid && (latest == IDX_NONE || id > latest))
+			latest = id;
+	return latest == IDX_NONE || py->procs[latest]->dead ? NULL : py->procs[latest];
+}
+
+void pyproc_retire(struct sym_python *py, struct pyproc *pp, bool py_locked)
+{
+	struct pyproc *parent;
+
+	if (pp->reader && pp->ppid > 0) {
+		if (!py_locked)
+			pthread_mutex_lock(&py->lock);
+		/* only for a parent running an interpreter: no one else would take it */
+		parent = pyproc_live(py, pp->ppid);
+		if (parent && parent != pp && __atomic_load_n(&parent->found, __ATOMIC_RELAXED) &&
+		    py->nr_orphans < MAX_ORPHANS) {
+			ALLOC_GROW(py->orphans, py->nr_orphans + 1, py->alloc_orphans);
+			py_proc_trim(pp->reader);
+			py->orphans[py->nr_orphans] = (struct pyorphan){ pp->ppid, pp->reader };
+			__atomic_store_n(&py->nr_orphans, py->nr_orphans + 1, __ATOMIC_RELAXED);
+			pp->reader = NULL;
+		}
+		if (!py_locked)
+			pthread_mutex_unlock(&py->lock);
+	}
+	pyproc_release(pp);
+}
+
+void pyproc_orphans_drop(struct sym_python *py, int32_t ppid)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < py->nr_orphans; i++) {
+		if (py->orphans[i].ppid == ppid)
+			py_proc_free(py->orphans[i].reader);
+		else
+			py->orphans[kept++] = py->orphans[i];
+	}
+	__atomic_store_n(&py->nr_orphans, kept, __ATOMIC_RELAXED);
+}
+
+void pyproc_adopt(struct sym_python *py, struct pyproc *pp)
+{
+	struct py_proc *mine[MAX_ORPHANS];
+	size_t n = 0, kept = 0;
+
+	if (!__atomic_load_n(&py->nr_orphans, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&py->lock);
+	for (size_t i = 0; i < py->nr_orphans; i++) {
+		if (py->orphans[i].ppid == pp->pid)
+			mine[n++] = py->orphans[i].reader;
+		else
+			py->orphans[kept++] = py->orphans[i];
+	}
+	__atomic_store_n(&py->nr_orphans, kept, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&py->lock);
+	/* copied without py->lock: the children's readers are no one else's now */
+	for (size_t i = 0; i < n; i++) {
+		py_proc_seed(pp->reader, mine[i]);
+		py_proc_free(mine[i]);
+	}
+}
+
+void pyproc_seed(struct sym_python *py, struct pyproc *pp)
+{
+	struct pyproc *parent;
+
+	pthread_mutex_lock(&py->lock);
+	parent = pyproc_live(py, pp->ppid);
+	pthread_mutex_unlock(&py->lock);
+	if (!parent || parent == pp) {
+		pp->seed_pending = false;
+		return;
+	}
+	/* not waited for: the parent's own read goes first (this one's next sample tries again) */
+	if (pthread_mutex_trylock(&parent->lock))
+		return;
+	if (parent->reader) {
+		/* what its children that exited knew first: this one's siblings, forked from the same */
+		pyproc_adopt(py, parent);
+		py_proc_seed(pp->reader, parent->reader);
+	}
+	pthread_mutex_unlock(&parent->lock);
+	pp->seed_pending = false;
 }
 
 /* Frees what PP's reads need, once it is gone (under its lock). */

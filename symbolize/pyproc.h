@@ -114,6 +114,7 @@ struct py_proc {
 	uint64_t memo_hits, memo_differ;
 	/* code objects' headers of the walks: checked from the capture, and read from the process */
 	uint64_t code_from_cap, code_read;
+	uint64_t seeded;                /* code objects taken from other processes' caches (py_proc_seed) */
 	bool memo_check;
 	struct py_frame *memo_scratch;  /* PY_CAPTURE_NODES frames, for the check */
 	uint64_t walk_lo;               /* the lowest frame the walk found within FRAME_SPAN_MAX of the first */

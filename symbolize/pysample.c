@@ -216,6 +216,11 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 	}
 	if (pp->reader && !pp->frames)
 		pp->frames = xmalloc(PY_MAX_DEPTH * sizeof(*pp->frames));
+	/* a forked process starts with its parent's code objects, and its exited children's */
+	if (pp->reader && pp->seed_pending && !dead)
+		pyproc_seed(py, pp);
+	if (pp->reader)
+		pyproc_adopt(py, pp);
 	max = (cap - sizeof(hdr)) / sizeof(*out);
 	if (max > PY_MAX_DEPTH)
 		max = PY_MAX_DEPTH;
@@ -279,7 +284,7 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 	}
 	/* it ended while this read held it (hook_task could not release it) */
 	if (dead)
-		pyproc_release(pp);
+		pyproc_retire(py, pp, false);
 	pthread_mutex_unlock(&pp->lock);
 	memcpy(buf, &hdr, sizeof(hdr));
 	return sizeof(hdr) + n * sizeof(*out);
@@ -324,9 +329,11 @@ static void hook_task(void *arg, enum sampler_task_event ev, int32_t pid)
 		__atomic_store_n(&pp->dead, true, __ATOMIC_RELEASE);
 		if (c)
 			sampler_capture_forget_proc(c, pid);
+		/* what its exited children kept for it (a new process with its pid is another's parent) */
+		pyproc_orphans_drop(py, pid);
 		/* a read holding it releases it when done (it sees DEAD) */
 		if (!pthread_mutex_trylock(&pp->lock)) {
-			pyproc_release(pp);
+			pyproc_retire(py, pp, true);
 			pthread_mutex_unlock(&pp->lock);
 		}
 	}
@@ -361,6 +368,9 @@ void sym_python_free(struct sym_python *py)
 	}
 	free(py->procs);
 	idx_release(&py->proc_idx);
+	for (size_t i = 0; i < py->nr_orphans; i++)
+		py_proc_free(py->orphans[i].reader);
+	free(py->orphans);
 	for (size_t i = 0; i < py->nr_files; i++) {
 		free(py->files[i]->path);
 		free(py->files[i]);

@@ -59,8 +59,16 @@ struct pyproc {
 	uint32_t memo_hot[MEMO_HOT]; /* the same, direct-mapped in front of it (id + 1, 0 empty) */
 	struct py_frame *frames; /* scratch: one stack */
 	bool cap_registered;    /* its layout is the capture's (under LOCK) */
+	int32_t ppid;           /* its parent when its reader was set up, 0 unknown (under LOCK) */
+	bool seed_pending;      /* its reader is to take its parent's code objects (under LOCK) */
 	bool cap_empty;         /* the capture has it as nothing to copy (atomic) */
 };
+
+struct pyorphan {
+	int32_t ppid;
+	struct py_proc *reader;
+};
+#define MAX_ORPHANS 64
 
 struct pyfunc {
 	char *qualname, *filename;
@@ -85,6 +93,14 @@ struct sym_python {
 	size_t nr_funcs, alloc_funcs;
 	struct idx func_idx;
 
+	/*
+	 * Readers of processes that exited, for their parents' code caches
+	 * (their next children are forked with the same code objects); at
+	 * most MAX_ORPHANS
+	 */
+	struct pyorphan *orphans;
+	size_t nr_orphans, alloc_orphans;       /* nr_orphans also read atomically */
+
 	/* atomic */
 	struct sampler_capture *capture; /* the sampler's captures at the sample, NULL none */
 	uint64_t reads, read_ns; /* stacks read, and the time it took (for the bench) */
@@ -104,6 +120,21 @@ struct pyproc *pyproc_of(struct sym_python *py, int32_t pid);
 void pyproc_discover(struct sym_python *py, struct pyproc *pp);
 /* Frees what PP's reads need, once it is gone (under its lock). */
 void pyproc_release(struct pyproc *pp);
+/*
+ * The same, its reader kept for its parent's code cache (pyproc_adopt);
+ * PY_LOCKED: the caller holds py->lock.
+ */
+void pyproc_retire(struct sym_python *py, struct pyproc *pp, bool py_locked);
+/* The children of PPID that exited, kept for it: it has ended too (under py->lock). */
+void pyproc_orphans_drop(struct sym_python *py, int32_t ppid);
+/* PP (under its lock, with a reader) takes the code objects of its children that exited. */
+void pyproc_adopt(struct sym_python *py, struct pyproc *pp);
+/*
+ * PP (under its lock, with a reader), newly set up, takes its parent's
+ * code objects if its parent's lock is free now (it is not waited for);
+ * clears pp->seed_pending once done, or once there is nothing to take.
+ */
+void pyproc_seed(struct sym_python *py, struct pyproc *pp);
 /* Why ADDR in PID cannot be read: EPERM (no ptrace rights), ESRCH (gone), else EFAULT. */
 int pyproc_unreadable_why(int32_t pid, uint64_t addr);
 

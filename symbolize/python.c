@@ -54,7 +54,8 @@ void py_proc_free(struct py_proc *p)
 	if (p->memo_check)
 		fprintf(stderr, "proftool: debug: %" PRIu64 " Python stacks taken from the thread's last capture, "
 			"%" PRIu64 " differed from a walk; walks checked %" PRIu64 " code objects from the capture, "
-			"read %" PRIu64 "\n", p->memo_hits, p->memo_differ, p->code_from_cap, p->code_read);
+			"read %" PRIu64 "; took %" PRIu64 " from other processes\n", p->memo_hits, p->memo_differ,
+			p->code_from_cap, p->code_read, p->seeded);
 	free(p->memo_scratch);
 	py_codes_free(p->codes);
 	py_pages_release(&p->pages);
@@ -69,6 +70,15 @@ void py_proc_free(struct py_proc *p)
 	free(p->threads);
 	idx_release(&p->thread_idx);
 	free(p);
+}
+
+void py_proc_trim(struct py_proc *p)
+{
+	py_pages_release(&p->pages);
+	for (size_t i = 0; i < p->threads_nr; i++) {
+		py_memo_free(p->threads[i].memo);
+		p->threads[i].memo = NULL;
+	}
 }
 
 uint32_t py_proc_version(const struct py_proc *p)
@@ -237,6 +247,17 @@ bool py_capture_layout(const struct py_proc *p, uint32_t *ts_len, uint32_t *fram
 	*next = l->frame_previous;
 	return *ts_len <= PY_CAPTURE_TS_MAX && *frame_len <= PY_CAPTURE_FRAME_MAX && !(*next & 7) &&
 	       *next + 8 <= *frame_len;
+}
+
+size_t py_proc_seed(struct py_proc *p, const struct py_proc *from)
+{
+	size_t n;
+
+	if (!p || !from || p == from || p->version != from->version || p->runtime != from->runtime)
+		return 0;
+	n = py_codes_seed(p->codes, from->codes, PY_SEED_MAX);
+	p->seeded += n;
+	return n;
 }
 
 bool py_capture_code(const struct py_proc *p, uint32_t frame_len, uint32_t *code_at, uint32_t *code_len)

@@ -114,6 +114,17 @@ void py_proc_free(struct py_proc *p);
 /* PY_VERSION_HEX of the interpreter P reads (its runtime's, for 3.13+). */
 uint32_t py_proc_version(const struct py_proc *p);
 
+/*
+ * Code objects: P takes those of FROM, another process's reader, when both
+ * read the same interpreter at the same address (a fork), at most
+ * PY_SEED_MAX bytes of them (py_codes_seed); returns how many. The caller
+ * holds both.
+ */
+#define PY_SEED_MAX (8u << 20)
+size_t py_proc_seed(struct py_proc *p, const struct py_proc *from);
+/* Frees what P needs to read (its page cache, its threads' memos): it keeps its code objects, to seed others. */
+void py_proc_trim(struct py_proc *p);
+
 /* Why a stack ended. */
 enum py_status {
 	PY_STACK_COMPLETE,      /* walked to the thread's outermost frame */
@@ -438,6 +449,17 @@ void py_codes_free(struct py_codes *c);
  */
 #define PY_CODE_RECHECK_NS (100u * 1000 * 1000)
 #define PY_CODE_TRUST_NS (1000u * 1000 * 1000)
+
+/*
+ * Copies into DST the code objects SRC has and DST lacks, at most
+ * MAX_BYTES of them, as never checked: one is used only once a header of
+ * DST's process matches it (a capture's, or one read), and then saves
+ * reading its names and line table. SRC is another process's: a forked
+ * process's parent, whose code objects the child has at the same
+ * addresses, or a child that exited, whose siblings have its. Returns how
+ * many were copied.
+ */
+size_t py_codes_seed(struct py_codes *dst, const struct py_codes *src, size_t max_bytes);
 
 /*
  * A stack read begins at NOW (time_mono_ns): its budgets of PY_MAX_DECODE

@@ -645,6 +645,43 @@ check_python_off() {
 	check_threads
 }
 
+# forkwork.py's workers run the function their parent ran before it forked them: each starts
+# with its parent's code objects (symbolize/pyfind.c, py_proc_seed), checks their headers but
+# reads no name or line table of them, and names its frames as a cold read would. With
+# captures (the headers checked from the copy) and without.
+check_fork_seed() {
+	local cap took pid n
+	for cap in auto off; do
+		PROFTOOL_DEBUG_PYTHON=1 "$PROFTOOL" record -q --python-capture "$cap" -o f.data -- \
+			"$PY" "$PYDIR/forkwork.py" 1 >script.out 2>record.err
+		# "...; took N from other processes", a line a process
+		took=$(sed -n 's/.*; took \([0-9][0-9]*\) from other processes$/\1/p' record.err |
+			awk '{ s += $1 } END { print s + 0 }')
+		echo "$PY, --python-capture $cap: $took code objects taken from other processes" >&3
+		# work and <module> at least, for each of two workers
+		at_least "$took" 4
+		n=0
+		for pid in $(awk '$1 == "worker" { print $2 }' script.out); do
+			n=$((n + 1))
+			folded f.data --pid "$pid"
+			echo "  worker $pid: work $(share work)%, main $(share main)%" >&3
+			at_least "$(share work)" 90
+			at_least "$(under work main)" 99
+		done
+		[ "$n" -eq 2 ]
+	done
+}
+
+@test "python: forked workers start with their parent's code objects, and name their frames the same (Debian's python3)" {
+	use_python debian
+	check_fork_seed
+}
+
+@test "python: forked workers start with their parent's code objects, and name their frames the same (pyenv 3.13)" {
+	use_python 3.13
+	check_fork_seed
+}
+
 @test "python: multiprocessing fork and spawn: work in the worker processes (Debian's python3)" {
 	use_python debian
 	check_processes fork

@@ -95,7 +95,7 @@ memo_check() {
 		# checked H code objects from the capture, read R", a line a process
 		hits=$(sed -n 's/.* \([0-9][0-9]*\) Python stacks taken from .* \([0-9][0-9]*\) differed from a walk;.*/\1 \2/p' err.txt |
 			awk '{ h += $1; d += $2 } END { print h + 0, d + 0 }')
-		codes=$(sed -n 's/.* walks checked \([0-9][0-9]*\) code objects from the capture, read \([0-9][0-9]*\)$/\1 \2/p' err.txt |
+		codes=$(sed -n 's/.* walks checked \([0-9][0-9]*\) code objects from the capture, read \([0-9][0-9]*\);.*/\1 \2/p' err.txt |
 			awk '{ h += $1; r += $2 } END { print h + 0, r + 0 }')
 		echo "$f.py: ${hits% *} stacks from the last capture, ${hits#* } differed from a walk;" \
 			"code objects checked from the capture ${codes% *}, read ${codes#* }" >&3

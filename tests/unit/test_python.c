@@ -1404,6 +1404,72 @@ static void check_capture_codes(uint32_t hex)
 	py_proc_free(p);
 }
 
+/*
+ * A forked process's reader takes its parent's code objects (py_proc_seed):
+ * its first stack reads their headers but no name or line table; a code
+ * object the child replaced since the fork is read and named anew.
+ */
+static void check_seed(uint32_t hex)
+{
+	const bool shims = L->owned_by_cstack != PY_OWNER_NONE;
+	struct py_proc *parent, *cold, *child;
+	uint64_t f1, f2, f3, train;
+	enum py_status st;
+	unsigned cold_reads, cold_calls;
+
+	f1 = mk_frame(mk_code("<module>"), shims ? mk_shim(0) : 0, 20, OWNER_THREAD, !shims);
+	train = mk_code("train");
+	f2 = mk_frame(train, f1, 12, OWNER_THREAD, false);
+	f3 = mk_frame(mk_code("step"), f2, 4, OWNER_THREAD, false);
+	mk_tstate(100, f3);
+	parent = open_proc(hex);
+	cold = open_proc(hex);
+	child = open_proc(hex);
+	CHECK(parent && cold && child);
+	if (!parent || !cold || !child)
+		goto out;
+	CHECK_EQ_U(py_read_stack(parent, 100, fr, PY_MAX_DEPTH, &st), 3);
+	reads = calls = 0;
+	CHECK_EQ_U(py_read_stack(cold, 100, fr, PY_MAX_DEPTH, &st), 3);
+	cold_reads = reads;
+	cold_calls = calls;
+	CHECK_EQ_U(py_proc_seed(child, parent), 3);
+	CHECK_EQ_U(py_proc_seed(child, parent), 0);
+	CHECK_EQ_U(py_proc_seed(child, child), 0);
+	reads = calls = 0;
+	CHECK_EQ_U(py_read_stack(child, 100, fr, PY_MAX_DEPTH, &st), 3);
+	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	/* the two names and the line table of each of three code objects: nine ranges, one call */
+	CHECK_EQ_U(reads + 9, cold_reads);
+	CHECK_EQ_U(calls + 1, cold_calls);
+	CHECK_FRAME(fr[0], "step", 11, 0);
+	CHECK(!strcmp(fr[1].qualname, "train"));
+	CHECK(!strcmp(fr[2].qualname, "<module>"));
+	py_proc_free(child);
+
+	/* train's code object replaced after the fork: the seeded entry does not match it */
+	put64(train, L->code_qualname, mk_str("forked"));
+	child = open_proc(hex);
+	CHECK_EQ_U(py_proc_seed(child, parent), 3);
+	CHECK_EQ_U(py_read_stack(child, 100, fr, PY_MAX_DEPTH, &st), 3);
+	CHECK(!strcmp(fr[1].qualname, "forked"));
+	CHECK(!strcmp(fr[0].qualname, "step"));
+out:
+	py_proc_free(parent);
+	py_proc_free(cold);
+	py_proc_free(child);
+}
+
+static void seeds(void)
+{
+	space(0x030b0000);
+	check_seed(0x030b02f0);
+	space(0x030c0000);
+	check_seed(0x030c01f0);
+	space_313();
+	check_seed(0x030d00f0);
+}
+
 static void captures(void)
 {
 	space(0x030b0000);
@@ -1428,6 +1494,7 @@ int main(void)
 	RUN(good_312);
 	RUN(sample_copy);
 	RUN(captures);
+	RUN(seeds);
 	RUN(good_313);
 	RUN(unsupported);
 	RUN(hostile_memory);
