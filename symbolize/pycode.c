@@ -70,7 +70,7 @@ static bool take(struct py_codes *c, size_t n)
 /* Whether N more bytes may be kept within PY_MAX_KEPT. */
 static bool room(const struct py_codes *c, size_t n)
 {
-	return n <= PY_MAX_KEPT - c->kept;
+	return c->kept <= PY_MAX_KEPT && n <= PY_MAX_KEPT - c->kept;
 }
 
 void py_codes_free(struct py_codes *c)
@@ -347,7 +347,8 @@ static struct py_code *checked_within(struct py_codes *c, uint64_t addr, uint64_
 {
 	struct py_code *code = cached(c, addr);
 
-	return code && c->now - code->checked_ns < ns ? code : NULL;
+	/* 0: never checked in this process (taken from another's cache, or from a capture) */
+	return code && code->checked_ns && c->now - code->checked_ns < ns ? code : NULL;
 }
 
 struct py_code *py_code_recent(struct py_codes *c, uint64_t addr)
@@ -361,7 +362,7 @@ struct py_code *py_code_trusted(struct py_codes *c, uint64_t addr)
 }
 
 /* Whether HDR, the header of the code object at ADDR, matches its cached entry's. */
-static bool hdr_matches(struct py_code *code, const struct py_layout *l, const uint8_t *hdr)
+static bool hdr_matches(const struct py_code *code, const struct py_layout *l, const uint8_t *hdr)
 {
 	int32_t firstlineno;
 
@@ -421,6 +422,37 @@ size_t py_codes_prefetch(struct py_codes *c, const struct py_target *t, const ui
 	return codes;
 }
 
+/*
+ * A copy of FROM (another cache's) as DST's, checked at CHECKED_NS (0:
+ * never), its names interned in DST and its line table its own; false when
+ * DST has no room left for it.
+ */
+static bool copy_code(struct py_codes *dst, const struct py_code *from, uint64_t checked_ns)
+{
+	size_t need = sizeof(*from) + sizeof(uint32_t) + from->linetable_len;
+	struct py_code fresh = *from;
+
+	if (!room(dst, need))
+		return false;
+	fresh.qualname = intern(dst, from->qualname, strlen(from->qualname));
+	fresh.filename = intern(dst, from->filename, strlen(from->filename));
+	/* the names took the room left (they stay interned, counted: another entry may use them) */
+	if (!fresh.qualname || !fresh.filename || !room(dst, need))
+		return false;
+	if (from->linetable) {
+		fresh.linetable = xmalloc(from->linetable_len);
+		memcpy(fresh.linetable, from->linetable, from->linetable_len);
+	}
+	fresh.checked_ns = checked_ns;
+	fresh.last_off = -1;
+	fresh.last_line = 0;
+	ALLOC_GROW(dst->codes, dst->nr + 1, dst->alloc);
+	idx_insert(&dst->idx, hash_u64(fresh.addr), (uint32_t)dst->nr);
+	dst->codes[dst->nr++] = fresh;
+	dst->kept += need;
+	return true;
+}
+
 size_t py_codes_seed(struct py_codes *dst, const struct py_codes *src, size_t max_bytes)
 {
 	size_t added = 0, taken = 0;
@@ -428,31 +460,70 @@ size_t py_codes_seed(struct py_codes *dst, const struct py_codes *src, size_t ma
 	for (size_t i = 0; i < src->nr; i++) {
 		const struct py_code *from = &src->codes[i];
 		size_t need = sizeof(*from) + sizeof(uint32_t) + from->linetable_len;
-		struct py_code fresh = *from;
 
 		if (cached(dst, from->addr))
 			continue;
-		if (need > max_bytes - taken || !room(dst, need))
-			break;
-		fresh.qualname = intern(dst, from->qualname, strlen(from->qualname));
-		fresh.filename = intern(dst, from->filename, strlen(from->filename));
-		if (!fresh.qualname || !fresh.filename)
-			break;
-		if (from->linetable) {
-			fresh.linetable = xmalloc(from->linetable_len);
-			memcpy(fresh.linetable, from->linetable, from->linetable_len);
-		}
 		/* never checked here: a header of this process's must match before it is used */
-		fresh.checked_ns = 0;
-		fresh.last_off = -1;
-		fresh.last_line = 0;
-		ALLOC_GROW(dst->codes, dst->nr + 1, dst->alloc);
-		idx_insert(&dst->idx, hash_u64(fresh.addr), (uint32_t)dst->nr);
-		dst->codes[dst->nr++] = fresh;
-		dst->kept += need;
+		if (need > max_bytes - taken || !copy_code(dst, from, 0))
+			break;
 		taken += need;
 		added++;
 	}
+	return added;
+}
+
+#define ADOPT_BATCH 256         /* headers read in one call of the reader */
+
+size_t py_codes_adopt(struct py_codes *dst, const struct py_target *t, const struct py_codes *src,
+		      size_t max_bytes)
+{
+	const struct py_code *cand[ADOPT_BATCH];
+	struct py_read r[ADOPT_BATCH];
+	uint8_t (*hdrs)[PY_HDR_MAX] = NULL;
+	size_t added = 0, taken = 0, i = 0;
+	bool full = false;
+
+	while (i < src->nr && !full) {
+		size_t n = 0, done = 0;
+
+		/* the next batch of those DST lacks */
+		for (; i < src->nr && n < ADOPT_BATCH; i++) {
+			if (cached(dst, src->codes[i].addr))
+				continue;
+			if (!hdrs)
+				hdrs = xmalloc(ADOPT_BATCH * sizeof(*hdrs));
+			cand[n] = &src->codes[i];
+			r[n] = (struct py_read){ src->codes[i].addr, hdrs[n], t->hdr_code };
+			n++;
+		}
+		while (done < n) {
+			int got = t->read(t->read_arg, r + done, n - done);
+			size_t k;
+
+			if (got < 0)
+				got = 0;
+			for (k = done; k < done + (size_t)got && !full; k++) {
+				const struct py_code *from = cand[k];
+				size_t need = sizeof(*from) + sizeof(uint32_t) + from->linetable_len;
+
+				/* the same object here: the same header, of a code object */
+				if ((t->code_type && u64_at(hdrs[k], 8) != t->code_type) ||
+				    !hdr_matches(from, &t->l, hdrs[k]))
+					continue;
+				if (need > max_bytes - taken || !copy_code(dst, from, dst->now)) {
+					full = true;
+					break;
+				}
+				taken += need;
+				added++;
+			}
+			if (full)
+				break;
+			/* a range that fails stops a call; the next goes on after it */
+			done += (size_t)got + 1;
+		}
+	}
+	free(hdrs);
 	return added;
 }
 
@@ -460,14 +531,14 @@ struct py_code *py_code_matching(struct py_codes *c, const struct py_target *t, 
 {
 	struct py_code *code = cached(c, addr);
 
+	/* (not checked now: the header is the sample's, which may be long past) */
 	if ((t->code_type && u64_at(hdr, 8) != t->code_type) || !hdr_matches(code, &t->l, hdr))
 		return NULL;
-	code->checked_ns = c->now;
 	return code;
 }
 
 enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64_t addr,
-			   const uint8_t *hdr, struct py_code **out)
+			   const uint8_t *hdr, bool at_sample, struct py_code **out)
 {
 	const struct py_layout *l = &t->l;
 	struct py_code fresh = { .addr = addr, .last_off = -1 }, *code;
@@ -482,7 +553,8 @@ enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64
 	memcpy(&fresh.firstlineno, hdr + l->code_firstlineno, 4);
 	code = cached(c, addr);
 	if (hdr_matches(code, l, hdr)) {
-		code->checked_ns = c->now;
+		if (!at_sample)
+			code->checked_ns = c->now;
 		*out = code;
 		return PY_STACK_COMPLETE;
 	}
@@ -511,7 +583,7 @@ enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64
 		code = &c->codes[c->nr++];
 	}
 	c->kept += need + fresh.linetable_len;
-	fresh.checked_ns = c->now;
+	fresh.checked_ns = at_sample ? 0 : c->now;
 	*code = fresh;
 	*out = code;
 	return PY_STACK_COMPLETE;

@@ -272,12 +272,18 @@ void pyproc_retire(struct sym_python *py, struct pyproc *pp, bool py_locked)
 			pthread_mutex_lock(&py->lock);
 		/* only for a parent running an interpreter: no one else would take it */
 		parent = pyproc_live(py, pp->ppid);
-		if (parent && parent != pp && __atomic_load_n(&parent->found, __ATOMIC_RELAXED) &&
-		    py->nr_orphans < MAX_ORPHANS) {
-			ALLOC_GROW(py->orphans, py->nr_orphans + 1, py->alloc_orphans);
+		if (parent && parent != pp && __atomic_load_n(&parent->found, __ATOMIC_RELAXED)) {
+			size_t nr = py->nr_orphans;
+
+			/* the oldest goes first: a parent that never samples again holds on to none for long */
+			if (nr == MAX_ORPHANS) {
+				py_proc_free(py->orphans[0].reader);
+				memmove(py->orphans, py->orphans + 1, --nr * sizeof(*py->orphans));
+			}
+			ALLOC_GROW(py->orphans, nr + 1, py->alloc_orphans);
 			py_proc_trim(pp->reader);
-			py->orphans[py->nr_orphans] = (struct pyorphan){ pp->ppid, pp->reader };
-			__atomic_store_n(&py->nr_orphans, py->nr_orphans + 1, __ATOMIC_RELAXED);
+			py->orphans[nr] = (struct pyorphan){ pp->ppid, pp->reader };
+			__atomic_store_n(&py->nr_orphans, nr + 1, __ATOMIC_RELAXED);
 			pp->reader = NULL;
 		}
 		if (!py_locked)
@@ -317,7 +323,7 @@ void pyproc_adopt(struct sym_python *py, struct pyproc *pp)
 	pthread_mutex_unlock(&py->lock);
 	/* copied without py->lock: the children's readers are no one else's now */
 	for (size_t i = 0; i < n; i++) {
-		py_proc_seed(pp->reader, mine[i]);
+		py_proc_adopt(pp->reader, mine[i]);
 		py_proc_free(mine[i]);
 	}
 }
@@ -336,6 +342,11 @@ void pyproc_seed(struct sym_python *py, struct pyproc *pp)
 	/* not waited for: the parent's own read goes first (this one's next sample tries again) */
 	if (pthread_mutex_trylock(&parent->lock))
 		return;
+	/* the parent not looked at yet (its first sample is still to come): later */
+	if (!parent->reader && __atomic_load_n(&parent->look, __ATOMIC_RELAXED)) {
+		pthread_mutex_unlock(&parent->lock);
+		return;
+	}
 	if (parent->reader) {
 		/* what its children that exited knew first: this one's siblings, forked from the same */
 		pyproc_adopt(py, parent);

@@ -58,6 +58,7 @@ enum code_state {
 	CODE_UNREAD,                    /* (while read_codes runs) */
 	CODE_UNREADABLE,                /* its header could not be read */
 	CODE_READ,                      /* its header is in code_hdr */
+	CODE_CAPTURED,                  /* ... as the capture copied it at the sample */
 	CODE_RECENT,                    /* cached and checked within PY_CODE_RECHECK_NS: not read */
 };
 

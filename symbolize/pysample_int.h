@@ -127,7 +127,10 @@ void pyproc_release(struct pyproc *pp);
 void pyproc_retire(struct sym_python *py, struct pyproc *pp, bool py_locked);
 /* The children of PPID that exited, kept for it: it has ended too (under py->lock). */
 void pyproc_orphans_drop(struct sym_python *py, int32_t ppid);
-/* PP (under its lock, with a reader) takes the code objects of its children that exited. */
+/*
+ * PP (under its lock, with a reader) takes the code objects of its children
+ * that exited that its own memory holds the same (py_proc_adopt).
+ */
 void pyproc_adopt(struct sym_python *py, struct pyproc *pp);
 /*
  * PP (under its lock, with a reader), newly set up, takes its parent's

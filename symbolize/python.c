@@ -260,6 +260,18 @@ size_t py_proc_seed(struct py_proc *p, const struct py_proc *from)
 	return n;
 }
 
+size_t py_proc_adopt(struct py_proc *p, const struct py_proc *from)
+{
+	size_t n;
+
+	if (!p || !from || p == from || p->version != from->version || p->runtime != from->runtime)
+		return 0;
+	py_codes_begin_read(p->codes, p->clock());
+	n = py_codes_adopt(p->codes, &p->t, from->codes, PY_SEED_MAX);
+	p->seeded += n;
+	return n;
+}
+
 bool py_capture_code(const struct py_proc *p, uint32_t frame_len, uint32_t *code_at, uint32_t *code_len)
 {
 	*code_at = p->t.l.frame_code;
@@ -330,6 +342,7 @@ size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack 
 			 struct py_frame *out, size_t max, enum py_status *status, bool *moved)
 {
 	uint8_t ts[PY_HDR_MAX], buf[2][PY_HDR_MAX];
+	struct py_capture cap_nocode;
 	uint64_t tstate = 0, frame = 0, field = 0, sampled;
 	struct thread_entry *t;
 	size_t n = 0, memo_n = 0;
@@ -350,6 +363,12 @@ size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack 
 	py_pages_reset(&p->pages);
 	py_codes_begin_read(p->codes, p->clock());
 	captured = capture_usable(p, tid, cap);
+	/* code objects' headers only where a slot holds them whole */
+	if (captured && cap->code_off && cap->code_off + 8 + p->t.hdr_code > cap->stride) {
+		cap_nocode = *cap;
+		cap_nocode.code_off = 0;
+		cap = &cap_nocode;
+	}
 	t = thread_cached(p, tid);
 	p->nr_spec = 0;
 	if (captured) {

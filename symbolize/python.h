@@ -122,6 +122,11 @@ uint32_t py_proc_version(const struct py_proc *p);
  */
 #define PY_SEED_MAX (8u << 20)
 size_t py_proc_seed(struct py_proc *p, const struct py_proc *from);
+/*
+ * P, a parent's reader, takes the code objects of FROM, its child's that
+ * exited, that its own process holds at the same addresses (py_codes_adopt).
+ */
+size_t py_proc_adopt(struct py_proc *p, const struct py_proc *from);
 /* Frees what P needs to read (its page cache, its threads' memos): it keeps its code objects, to seed others. */
 void py_proc_trim(struct py_proc *p);
 
@@ -460,6 +465,16 @@ void py_codes_free(struct py_codes *c);
  * many were copied.
  */
 size_t py_codes_seed(struct py_codes *dst, const struct py_codes *src, size_t max_bytes);
+/*
+ * The same the other way, into a parent's cache DST from a child's that
+ * exited, SRC: only the code objects whose headers, read now from DST's
+ * process with T's reader (in one call per ADOPT_BATCH), match: what a
+ * child made after the fork is not passed on to its siblings, which may
+ * have made others at the same addresses. Those copied count as checked
+ * at DST's current read.
+ */
+size_t py_codes_adopt(struct py_codes *dst, const struct py_target *t, const struct py_codes *src,
+		      size_t max_bytes);
 
 /*
  * A stack read begins at NOW (time_mono_ns): its budgets of PY_MAX_DECODE
@@ -472,7 +487,8 @@ struct py_code *py_code_recent(struct py_codes *c, uint64_t addr);
 /*
  * The cached code object at ADDR when HDR (its header's first hdr_code
  * bytes, as a capture copied them at the sample) is still what it was
- * decoded from, else NULL; it then counts as checked now.
+ * decoded from, else NULL. The sample may be long past: it does not count
+ * as a check of the cache now.
  */
 struct py_code *py_code_matching(struct py_codes *c, const struct py_target *t, uint64_t addr, const uint8_t *hdr);
 /*
@@ -497,13 +513,14 @@ size_t py_codes_prefetch(struct py_codes *c, const struct py_target *t, const ui
 /*
  * The code object at ADDR, whose first t->hdr_code bytes the caller has
  * read into HDR: from the cache when HDR still matches what it was decoded
- * from, else decoded (and cached). PY_STACK_COMPLETE with *OUT set, or why
+ * from, else decoded (and cached). AT_SAMPLE: HDR is what a capture copied
+ * at the sample, not read now; it does not count as a check of the cache. PY_STACK_COMPLETE with *OUT set, or why
  * it is not a usable code object (TORN, UNREADABLE), or TOO_DEEP when
  * decoding it would pass PY_MAX_DECODE or PY_MAX_KEPT. *OUT stays valid
  * until the next call.
  */
 enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64_t addr,
-			   const uint8_t *hdr, struct py_code **out);
+			   const uint8_t *hdr, bool at_sample, struct py_code **out);
 
 /*
  * The line of byte offset OFF into the code (memoized py_linetable_line),

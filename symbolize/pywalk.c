@@ -313,14 +313,14 @@ static size_t read_codes(struct py_proc *p, size_t n)
 
 		if (hdr && p->code_state[w->code_idx] == CODE_UNREAD) {
 			memcpy(p->code_hdr[w->code_idx], hdr, p->t.hdr_code);
-			p->code_state[w->code_idx] = CODE_READ;
+			p->code_state[w->code_idx] = CODE_CAPTURED;
 			p->code_from_cap++;
 		}
 	}
 	for (size_t c = 0; c < nc; c++) {
 		size_t k = 0;
 
-		if (p->code_state[c] == CODE_READ)
+		if (p->code_state[c] == CODE_CAPTURED)
 			continue;
 		if (py_code_recent(p->codes, p->code_addr[c])) {
 			p->code_state[c] = CODE_RECENT;
@@ -353,7 +353,7 @@ static size_t read_codes(struct py_proc *p, size_t n)
 	/* the names and line tables of those that are new or changed, together (IDX is done) */
 	nr = 0;
 	for (size_t c = 0; c < nc; c++)
-		if (p->code_state[c] == CODE_READ)
+		if (p->code_state[c] == CODE_READ || p->code_state[c] == CODE_CAPTURED)
 			p->code_todo[nr++] = (uint32_t)c;
 	p->new_codes = py_codes_prefetch(p->codes, &p->t, p->code_addr, (const uint8_t (*)[PY_HDR_MAX])p->code_hdr,
 					 p->code_todo, nr) > 0;
@@ -390,7 +390,8 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 		else if (p->code_state[w->code_idx] == CODE_RECENT)
 			code_status = (c = py_code_recent(p->codes, w->code)) ? PY_STACK_COMPLETE : PY_STACK_TORN;
 		else
-			code_status = py_code_get(p->codes, &p->t, w->code, p->code_hdr[w->code_idx], &c);
+			code_status = py_code_get(p->codes, &p->t, w->code, p->code_hdr[w->code_idx],
+						  p->code_state[w->code_idx] == CODE_CAPTURED, &c);
 		/*
 		 * The frame is the sample's own, from its capture, and its code
 		 * object cannot be checked now: freed since the sample (a
@@ -398,10 +399,12 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 		 * finalizes: mimalloc writes over its type) or gone with its
 		 * process (a short-lived worker whose samples are drained after
 		 * it exits). What the cache found at that address within
-		 * PY_CODE_TRUST_NS is what the frame ran.
+		 * PY_CODE_TRUST_NS is what the frame ran; not where the
+		 * capture copied the code object's header, which said it
+		 * was another.
 		 */
 		if ((code_status == PY_STACK_TORN || code_status == PY_STACK_UNREADABLE) && w->captured &&
-		    (c = py_code_trusted(p->codes, w->code))) {
+		    p->code_state[w->code_idx] != CODE_CAPTURED && (c = py_code_trusted(p->codes, w->code))) {
 			code_status = PY_STACK_COMPLETE;
 			trusted = true;
 		}

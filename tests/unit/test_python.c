@@ -838,14 +838,14 @@ static void code_recheck(void)
 	c = py_codes_new();
 	py_codes_begin_read(c, t0);
 	CHECK(!py_code_recent(c, code));
-	CHECK_EQ_U(py_code_get(c, &t, code, hdr, &got), PY_STACK_COMPLETE);
+	CHECK_EQ_U(py_code_get(c, &t, code, hdr, false, &got), PY_STACK_COMPLETE);
 	py_codes_begin_read(c, t0 + PY_CODE_RECHECK_NS - 1);
 	got = py_code_recent(c, code);
 	CHECK(got && !strcmp(got->qualname, "first"));
 	py_codes_begin_read(c, t0 + PY_CODE_RECHECK_NS);
 	CHECK(!py_code_recent(c, code));
 	/* checked again: recent for as long again */
-	CHECK_EQ_U(py_code_get(c, &t, code, hdr, &got), PY_STACK_COMPLETE);
+	CHECK_EQ_U(py_code_get(c, &t, code, hdr, false, &got), PY_STACK_COMPLETE);
 	py_codes_begin_read(c, t0 + 2 * PY_CODE_RECHECK_NS - 1);
 	CHECK(py_code_recent(c, code));
 	/* another code object in its place: decoded anew, recent from then on */
@@ -853,7 +853,7 @@ static void code_recheck(void)
 	memcpy(hdr, heap + (code - HEAP), t.hdr_code);
 	py_codes_begin_read(c, t0 + 2 * PY_CODE_RECHECK_NS);
 	CHECK(!py_code_recent(c, code));
-	CHECK_EQ_U(py_code_get(c, &t, code, hdr, &got), PY_STACK_COMPLETE);
+	CHECK_EQ_U(py_code_get(c, &t, code, hdr, false, &got), PY_STACK_COMPLETE);
 	CHECK(got && !strcmp(got->qualname, "second"));
 	got = py_code_recent(c, code);
 	CHECK(got && !strcmp(got->qualname, "second"));
@@ -1453,6 +1453,22 @@ static void check_seed(uint32_t hex)
 	CHECK_EQ_U(py_proc_seed(child, parent), 3);
 	CHECK_EQ_U(py_read_stack(child, 100, fr, PY_MAX_DEPTH, &st), 3);
 	CHECK(!strcmp(fr[1].qualname, "forked"));
+	CHECK(!strcmp(fr[0].qualname, "step"));
+
+	/*
+	 * the child exits; a parent that has read nothing takes its code
+	 * objects whose headers its own memory holds the same: not train's,
+	 * which is another object there by now
+	 */
+	py_proc_free(cold);
+	cold = open_proc(hex);
+	put64(train, L->code_qualname, mk_str("parent's"));
+	reads = calls = 0;
+	CHECK_EQ_U(py_proc_adopt(cold, child), 2);
+	CHECK_EQ_U(calls, 1);
+	CHECK_EQ_U(py_proc_adopt(cold, child), 0);
+	CHECK_EQ_U(py_read_stack(cold, 100, fr, PY_MAX_DEPTH, &st), 3);
+	CHECK(!strcmp(fr[1].qualname, "parent's"));
 	CHECK(!strcmp(fr[0].qualname, "step"));
 out:
 	py_proc_free(parent);
