@@ -304,14 +304,20 @@ static size_t read_codes(struct py_proc *p, size_t n)
 
 		w->code_idx = i && w->code == w[-1].code ? w[-1].code_idx : code_index(p, w->code, &nc);
 	}
-	/* those whose headers the capture copied at the sample: checked as they were then, with no read */
+	/*
+	 * those whose headers the capture copied at the sample, cached as
+	 * they were then: no read. One the cache does not hold so is read
+	 * now, as without a capture: its names are read now, and may be gone
+	 * with it (a module's body once imported), what a header read now
+	 * tells.
+	 */
 	for (size_t i = 0; i < nc; i++)
 		p->code_state[i] = CODE_UNREAD;
 	for (size_t i = 0; i < n; i++) {
 		const struct walked *w = &p->walked[i];
 		const uint8_t *hdr = w->captured ? py_cap_code(p->cap, w->node, w->code) : NULL;
 
-		if (hdr && p->code_state[w->code_idx] == CODE_UNREAD) {
+		if (hdr && p->code_state[w->code_idx] == CODE_UNREAD && py_code_matching(p->codes, &p->t, w->code, hdr)) {
 			memcpy(p->code_hdr[w->code_idx], hdr, p->t.hdr_code);
 			p->code_state[w->code_idx] = CODE_CAPTURED;
 			p->code_from_cap++;
@@ -404,7 +410,7 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 		 * was another.
 		 */
 		if ((code_status == PY_STACK_TORN || code_status == PY_STACK_UNREADABLE) && w->captured &&
-		    p->code_state[w->code_idx] != CODE_CAPTURED && (c = py_code_trusted(p->codes, w->code))) {
+		    !py_cap_code(p->cap, w->node, w->code) && (c = py_code_trusted(p->codes, w->code))) {
 			code_status = PY_STACK_COMPLETE;
 			trusted = true;
 		}
