@@ -125,23 +125,12 @@ int pyproc_unreadable_why(int32_t pid, uint64_t addr)
 /* PID's parent, from /proc; 0 when unknown. */
 static int32_t ppid_of(int32_t pid)
 {
-	char path[64], buf[512];
-	const char *close_paren;
-	ssize_t n;
-	int fd, ppid = 0;
+	char buf[1024];
+	const char *f = proc_stat_fields(pid, 0, buf, sizeof(buf));
+	int ppid = 0;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	/* "pid (comm) state ppid ...": the name may hold anything, ')' too */
-	close_paren = strrchr(buf, ')');
-	if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1 || ppid < 0)
-		return 0;
-	return ppid;
+	/* state ppid */
+	return f && sscanf(f, "%*c %d", &ppid) == 1 && ppid > 0 ? ppid : 0;
 }
 
 /* Sets up PP's reader from the first interpreter file PID maps, if any (under PP's lock). */
@@ -219,18 +208,25 @@ void pyproc_discover(struct sym_python *py, struct pyproc *pp)
  * first sight and after an exec or a new mapping, by whoever takes its
  * lock next.
  */
+/* The latest incarnation of PID, or NULL (under py->lock). */
+static struct pyproc *pyproc_latest(struct sym_python *py, int32_t pid)
+{
+	size_t pos = 0;
+	uint32_t id, latest = IDX_NONE;
+
+	while ((id = idx_next(&py->proc_idx, hash_u64((uint64_t)(uint32_t)pid), &pos)) != IDX_NONE)
+		if (py->procs[id]->pid == pid && (latest == IDX_NONE || id > latest))
+			latest = id;
+	return latest == IDX_NONE ? NULL : py->procs[latest];
+}
+
 struct pyproc *pyproc_of(struct sym_python *py, int32_t pid)
 {
 	uint64_t h = hash_u64((uint64_t)(uint32_t)pid);
-	size_t pos = 0;
-	uint32_t id, latest = IDX_NONE;
-	struct pyproc *pp;
+	struct pyproc *pp = pyproc_latest(py, pid);
+	uint32_t id;
 
-	while ((id = idx_next(&py->proc_idx, h, &pos)) != IDX_NONE)
-		if (py->procs[id]->pid == pid && (latest == IDX_NONE || id > latest))
-			latest = id;
-	if (latest != IDX_NONE) {
-		pp = py->procs[latest];
+	if (pp) {
 		if (!pp->dead && pp->dirty && !__atomic_load_n(&pp->found, __ATOMIC_RELAXED)) {
 			/* no interpreter yet, and a file was mapped since: look again, in place */
 			pp->dirty = false;
@@ -253,14 +249,9 @@ struct pyproc *pyproc_of(struct sym_python *py, int32_t pid)
 /* The latest incarnation of PID that has not ended, or NULL (under py->lock). */
 static struct pyproc *pyproc_live(struct sym_python *py, int32_t pid)
 {
-	uint64_t h = hash_u64((uint64_t)(uint32_t)pid);
-	size_t pos = 0;
-	uint32_t id, latest = IDX_NONE;
+	struct pyproc *pp = pyproc_latest(py, pid);
 
-	while ((id = idx_next(&py->proc_idx, h, &pos)) != IDX_NONE)
-		if (py->procs[id]->pid == pid && (latest == IDX_NONE || id > latest))
-			latest = id;
-	return latest == IDX_NONE || py->procs[latest]->dead ? NULL : py->procs[latest];
+	return pp && !pp->dead ? pp : NULL;
 }
 
 void pyproc_retire(struct sym_python *py, struct pyproc *pp, bool py_locked)
@@ -292,34 +283,39 @@ void pyproc_retire(struct sym_python *py, struct pyproc *pp, bool py_locked)
 	pyproc_release(pp);
 }
 
-void pyproc_orphans_drop(struct sym_python *py, int32_t ppid)
+/* The readers of PPID's children that exited, out of the list into MINE; how many (under py->lock). */
+static size_t orphans_take(struct sym_python *py, int32_t ppid, struct py_proc *mine[MAX_ORPHANS])
 {
-	size_t kept = 0;
+	size_t n = 0, kept = 0;
 
 	for (size_t i = 0; i < py->nr_orphans; i++) {
 		if (py->orphans[i].ppid == ppid)
-			py_proc_free(py->orphans[i].reader);
-		else
-			py->orphans[kept++] = py->orphans[i];
-	}
-	__atomic_store_n(&py->nr_orphans, kept, __ATOMIC_RELAXED);
-}
-
-void pyproc_adopt(struct sym_python *py, struct pyproc *pp)
-{
-	struct py_proc *mine[MAX_ORPHANS];
-	size_t n = 0, kept = 0;
-
-	if (!__atomic_load_n(&py->nr_orphans, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&py->lock);
-	for (size_t i = 0; i < py->nr_orphans; i++) {
-		if (py->orphans[i].ppid == pp->pid)
 			mine[n++] = py->orphans[i].reader;
 		else
 			py->orphans[kept++] = py->orphans[i];
 	}
 	__atomic_store_n(&py->nr_orphans, kept, __ATOMIC_RELAXED);
+	return n;
+}
+
+void pyproc_orphans_drop(struct sym_python *py, int32_t ppid)
+{
+	struct py_proc *mine[MAX_ORPHANS];
+	size_t n = orphans_take(py, ppid, mine);
+
+	for (size_t i = 0; i < n; i++)
+		py_proc_free(mine[i]);
+}
+
+void pyproc_adopt(struct sym_python *py, struct pyproc *pp)
+{
+	struct py_proc *mine[MAX_ORPHANS];
+	size_t n;
+
+	if (!__atomic_load_n(&py->nr_orphans, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&py->lock);
+	n = orphans_take(py, pp->pid, mine);
 	pthread_mutex_unlock(&py->lock);
 	/* copied without py->lock: the children's readers are no one else's now */
 	for (size_t i = 0; i < n; i++) {

@@ -249,14 +249,18 @@ bool py_capture_layout(const struct py_proc *p, uint32_t *ts_len, uint32_t *fram
 	       *next + 8 <= *frame_len;
 }
 
+/* Whether P and FROM, two readers, read the same interpreter at the same address (a fork). */
+static bool forked_alike(const struct py_proc *p, const struct py_proc *from)
+{
+	return p && from && p != from && p->version == from->version && p->runtime == from->runtime;
+}
+
 size_t py_proc_seed(struct py_proc *p, const struct py_proc *from)
 {
-	size_t n;
+	size_t n = forked_alike(p, from) ? py_codes_seed(p->codes, from->codes, PY_SEED_MAX) : 0;
 
-	if (!p || !from || p == from || p->version != from->version || p->runtime != from->runtime)
-		return 0;
-	n = py_codes_seed(p->codes, from->codes, PY_SEED_MAX);
-	p->seeded += n;
+	if (n)
+		p->seeded += n;
 	return n;
 }
 
@@ -264,7 +268,7 @@ size_t py_proc_adopt(struct py_proc *p, const struct py_proc *from)
 {
 	size_t n;
 
-	if (!p || !from || p == from || p->version != from->version || p->runtime != from->runtime)
+	if (!forked_alike(p, from))
 		return 0;
 	py_codes_begin_read(p->codes, p->clock());
 	n = py_codes_adopt(p->codes, &p->t, from->codes, PY_SEED_MAX);

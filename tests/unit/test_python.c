@@ -1131,21 +1131,58 @@ static void sample_copy(void)
 
 /* ---- captures at the sample ---- */
 
-static uint8_t cap_nodes[8][8 + PY_CAPTURE_FRAME_MAX];
+/*
+ * <module> -> train -> step, at offsets 20, 12 and 4 of their code: the
+ * innermost frame, with train's frame in *TRAIN_FRAME and its code object
+ * in *TRAIN (either may be NULL).
+ */
+static uint64_t mk_train_step(uint64_t *train_frame, uint64_t *train)
+{
+	const bool shims = L->owned_by_cstack != PY_OWNER_NONE;
+	uint64_t f1 = mk_frame(mk_code("<module>"), shims ? mk_shim(0) : 0, 20, OWNER_THREAD, !shims);
+	uint64_t code = mk_code("train"), f2 = mk_frame(code, f1, 12, OWNER_THREAD, false);
+
+	if (train_frame)
+		*train_frame = f2;
+	if (train)
+		*train = code;
+	return mk_frame(mk_code("step"), f2, 4, OWNER_THREAD, false);
+}
+
+/* A slot: a frame's address and header, then its code object's address and header. */
+#define CAP_CODE_OFF (8 + PY_CAPTURE_FRAME_MAX)
+static uint8_t cap_slots[8][CAP_CODE_OFF + 8 + PY_CAPTURE_CODE_MAX];
 static uint8_t cap_ts[PY_CAPTURE_TS_MAX];
 
-/* What the BPF program would copy of thread state TS with its innermost MAX frames. */
-static struct py_capture capture_of(uint64_t ts, uint32_t ts_len, uint32_t frame_len, uint64_t first, size_t max)
+/*
+ * What the BPF program would copy of thread state TS with its innermost MAX
+ * frames, and with CODE_LEN bytes of each frame's code object (0: none).
+ */
+static struct py_capture capture_codes_of(uint64_t ts, uint32_t ts_len, uint32_t frame_len, uint32_t code_len,
+					  uint64_t first, size_t max)
 {
-	struct py_capture c = { ts, first, cap_ts, ts_len, 0, &cap_nodes[0][0], sizeof(cap_nodes[0]), 0 };
+	struct py_capture c = { ts, first, cap_ts, ts_len, 0, &cap_slots[0][0], sizeof(cap_slots[0]),
+				code_len ? CAP_CODE_OFF : 0 };
 
 	memcpy(cap_ts, heap + (ts - HEAP), ts_len);
-	for (uint64_t f = first; f && c.nr < max && c.nr < ARRAY_SIZE_(cap_nodes); c.nr++) {
-		memcpy(cap_nodes[c.nr], &f, 8);
-		memcpy(cap_nodes[c.nr] + 8, heap + (f - HEAP), frame_len);
+	for (uint64_t f = first; f && c.nr < max && c.nr < ARRAY_SIZE_(cap_slots); c.nr++) {
+		uint64_t code = u64_at_heap(f, L->frame_code);
+
+		memset(cap_slots[c.nr], 0, sizeof(cap_slots[0]));
+		memcpy(cap_slots[c.nr], &f, 8);
+		memcpy(cap_slots[c.nr] + 8, heap + (f - HEAP), frame_len);
+		if (code_len) {
+			memcpy(cap_slots[c.nr] + CAP_CODE_OFF, &code, 8);
+			memcpy(cap_slots[c.nr] + CAP_CODE_OFF + 8, heap + (code - HEAP), code_len);
+		}
 		f = u64_at_heap(f, L->frame_previous);
 	}
 	return c;
+}
+
+static struct py_capture capture_of(uint64_t ts, uint32_t ts_len, uint32_t frame_len, uint64_t first, size_t max)
+{
+	return capture_codes_of(ts, ts_len, frame_len, 0, first, max);
 }
 
 /*
@@ -1156,17 +1193,14 @@ static struct py_capture capture_of(uint64_t ts, uint32_t ts_len, uint32_t frame
  */
 static void check_captures(uint32_t hex)
 {
-	const bool shims = L->owned_by_cstack != PY_OWNER_NONE;
 	uint32_t ts_len, frame_len, ind1, ind2, next;
 	struct py_capture c;
 	struct py_proc *p;
 	enum py_status st;
-	uint64_t f1, f2, f3, g, ts, ts2, tstate;
+	uint64_t f2, f3, g, ts, ts2, tstate;
 	size_t n;
 
-	f1 = mk_frame(mk_code("<module>"), shims ? mk_shim(0) : 0, 20, OWNER_THREAD, !shims);
-	f2 = mk_frame(mk_code("train"), f1, 12, OWNER_THREAD, false);
-	f3 = mk_frame(mk_code("step"), f2, 4, OWNER_THREAD, false);
+	f3 = mk_train_step(&f2, NULL);
 	g = mk_frame(mk_code("log"), f2, 4, OWNER_THREAD, false);
 	ts = mk_tstate(100, f3);
 	p = open_proc(hex);
@@ -1299,29 +1333,6 @@ static void check_captures(uint32_t hex)
 	py_proc_free(p);
 }
 
-static uint8_t cap_slots[8][8 + PY_CAPTURE_FRAME_MAX + 8 + PY_CAPTURE_CODE_MAX];
-
-/* The same, with each frame's code object's first CODE_LEN bytes as the program copies them. */
-static struct py_capture capture_codes_of(uint64_t ts, uint32_t ts_len, uint32_t frame_len, uint32_t code_len,
-					  uint64_t first)
-{
-	const size_t code_off = 8 + PY_CAPTURE_FRAME_MAX;
-	struct py_capture c = { ts, first, cap_ts, ts_len, 0, &cap_slots[0][0], sizeof(cap_slots[0]), code_off };
-
-	memcpy(cap_ts, heap + (ts - HEAP), ts_len);
-	for (uint64_t f = first; f && c.nr < ARRAY_SIZE_(cap_slots); c.nr++) {
-		uint64_t code = u64_at_heap(f, L->frame_code);
-
-		memset(cap_slots[c.nr], 0, sizeof(cap_slots[0]));
-		memcpy(cap_slots[c.nr], &f, 8);
-		memcpy(cap_slots[c.nr] + 8, heap + (f - HEAP), frame_len);
-		memcpy(cap_slots[c.nr] + code_off, &code, 8);
-		memcpy(cap_slots[c.nr] + code_off + 8, heap + (code - HEAP), code_len);
-		f = u64_at_heap(f, L->frame_previous);
-	}
-	return c;
-}
-
 /*
  * With the code objects' headers in the capture, a stack whose code
  * objects are cached costs no read however long since they were checked,
@@ -1330,18 +1341,14 @@ static struct py_capture capture_codes_of(uint64_t ts, uint32_t ts_len, uint32_t
  */
 static void check_capture_codes(uint32_t hex)
 {
-	const bool shims = L->owned_by_cstack != PY_OWNER_NONE;
 	uint32_t ts_len, frame_len, ind1, ind2, next, code_at, code_len;
-	uint64_t f1, f2, f3, ts, train, tstate;
+	uint64_t f3, ts, train, tstate;
 	struct py_capture c;
 	struct py_proc *p;
 	enum py_status st;
 	size_t n;
 
-	f1 = mk_frame(mk_code("<module>"), shims ? mk_shim(0) : 0, 20, OWNER_THREAD, !shims);
-	train = mk_code("train");
-	f2 = mk_frame(train, f1, 12, OWNER_THREAD, false);
-	f3 = mk_frame(mk_code("step"), f2, 4, OWNER_THREAD, false);
+	f3 = mk_train_step(NULL, &train);
 	ts = mk_tstate(100, f3);
 	p = open_proc(hex);
 	CHECK(p);
@@ -1357,7 +1364,7 @@ static void check_capture_codes(uint32_t hex)
 
 	/* long past the recheck, a capture still needs no read */
 	now += 10ull * PY_CODE_TRUST_NS;
-	c = capture_codes_of(ts, ts_len, frame_len, code_len, f3);
+	c = capture_codes_of(ts, ts_len, frame_len, code_len, f3, 64);
 	calls = 0;
 	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
 	CHECK_EQ_U(st, PY_STACK_COMPLETE);
@@ -1384,7 +1391,7 @@ static void check_capture_codes(uint32_t hex)
 	if (n == 3)
 		CHECK(!strcmp(fr[1].qualname, "train"));
 	/* and before it: the new one is read, and named */
-	c = capture_codes_of(ts, ts_len, frame_len, code_len, f3);
+	c = capture_codes_of(ts, ts_len, frame_len, code_len, f3, 64);
 	n = py_read_stack_cap(p, 100, NULL, &c, fr, PY_MAX_DEPTH, &st, NULL);
 	CHECK_EQ_U(n, 3);
 	CHECK(calls > 0);
@@ -1392,7 +1399,7 @@ static void check_capture_codes(uint32_t hex)
 		CHECK(!strcmp(fr[1].qualname, "later"));
 
 	/* a header the program could not copy (address 0): read from the process, past the recheck */
-	c = capture_codes_of(ts, ts_len, frame_len, code_len, f3);
+	c = capture_codes_of(ts, ts_len, frame_len, code_len, f3, 64);
 	memset(cap_slots[0] + c.code_off, 0, 8);
 	now += 10ull * PY_CODE_TRUST_NS;
 	calls = 0;
@@ -1411,17 +1418,12 @@ static void check_capture_codes(uint32_t hex)
  */
 static void check_seed(uint32_t hex)
 {
-	const bool shims = L->owned_by_cstack != PY_OWNER_NONE;
 	struct py_proc *parent, *cold, *child;
-	uint64_t f1, f2, f3, train;
+	uint64_t train;
 	enum py_status st;
 	unsigned cold_reads, cold_calls;
 
-	f1 = mk_frame(mk_code("<module>"), shims ? mk_shim(0) : 0, 20, OWNER_THREAD, !shims);
-	train = mk_code("train");
-	f2 = mk_frame(train, f1, 12, OWNER_THREAD, false);
-	f3 = mk_frame(mk_code("step"), f2, 4, OWNER_THREAD, false);
-	mk_tstate(100, f3);
+	mk_tstate(100, mk_train_step(NULL, &train));
 	parent = open_proc(hex);
 	cold = open_proc(hex);
 	child = open_proc(hex);
