@@ -95,6 +95,15 @@ measure() {
 	else
 		samples "$var" "$d/out.data" >"$d/samples"
 	fi
+	# perf defers unwinding, naming and folding to perf report: the C job's reports are
+	# timed too, each tool's default view of the recording
+	if [ "$name" = c ] && [ "$var" = perf ]; then
+		"$BL" run "$d/report" "${PERF[@]}" report --stdio -i "$d/out.data" >/dev/null 2>&1 ||
+			die "pycost: perf report failed on $d/out.data"
+	elif [ "$name" = c ] && [ "$var" = fp ]; then
+		"$BL" run "$d/report" "$PT" report "$d/out.data" >/dev/null 2>&1 ||
+			die "pycost: proftool report failed on $d/out.data"
+	fi
 	rm -f "$d/out.data"
 }
 
@@ -172,6 +181,16 @@ pair_costs() {
 }
 # per_sample JOB VARIANT: the median of the pairs' figures
 per_sample() { pair_costs "$@" | med; }
+# report_costs JOB VARIANT: microseconds of the report's CPU per extra sample, a line a pair
+report_costs() {
+	local i s l
+	for ((i = 1; i <= RUNS; i++)); do
+		s=$T/runs/$1/$2/$SHORT/$i l=$T/runs/$1/$2/$LONG/$i
+		awk -v cs="$(awk '{ print $2 + $3 }' "$s/report")" -v cl="$(awk '{ print $2 + $3 }' "$l/report")" \
+			-v ns="$(cat "$s/samples")" -v nl="$(cat "$l/samples")" \
+			'BEGIN { if (nl > ns) print (cl - cs) / (nl - ns) * 1e6; else print "nan" }'
+	done
+}
 # in_run JOB VARIANT: the median of the long runs' steady figures, "nan" for none
 in_run() {
 	local i
@@ -353,6 +372,17 @@ if [ "${#PERF[@]}" != 0 ]; then
 	ir=$(awk -v a="$(in_run c fp)" -v b="$(in_run c perf)" 'BEGIN { if (a == "nan" || b == "nan") print ""; else printf "%+.1f", a - b }')
 	fmt "C job, -g fp, against perf -g" "proftool - perf, us" "" "$(awk -v a="$fc" -v b="$qc" 'BEGIN { printf "%+.1f", a - b }')" "" "$ir" "<= perf ($(num "$qc" %.1f) us)" "$res"
 	note_result "$res" "C job: proftool -g fp $(num "$fc" %.1f) us per sample, perf record -g $(num "$qc" %.1f)"
+	# and with the report each needs before a user reads anything: perf record only
+	# copies the ring buffers, and unwinds, names and folds in perf report
+	qr=$(report_costs c perf | med) fr=$(report_costs c fp | med)
+	res=$(result le "$(awk -v a="$fc" -v b="$fr" 'BEGIN { print a + b }')" "$(awk -v a="$qc" -v b="$qr" 'BEGIN { print a + b }')")
+	ir=$(awk -v a="$(in_run c fp)" -v b="$(in_run c perf)" -v c="$fr" -v d="$qr" \
+		'BEGIN { if (a == "nan" || b == "nan") print ""; else printf "%+.1f", (a + c) - (b + d) }')
+	fmt "C job, -g fp, record + report" "proftool - perf, us" "" \
+		"$(awk -v a="$fc" -v b="$fr" -v c="$qc" -v d="$qr" 'BEGIN { printf "%+.1f", (a + b) - (c + d) }')" "" "$ir" \
+		"<= perf ($(num "$qc" %.1f) + $(num "$qr" %.1f) us)" "$res"
+	note_result "$res" "C job, record + report: proftool $(num "$fc" %.1f) + $(num "$fr" %.1f) us per sample, perf $(num "$qc" %.1f) + $(num "$qr" %.1f)"
+	REPORTS="the reports alone, us of CPU per sample (marginal, as above): proftool report $(num "$fr" %.1f) ($(report_costs c fp | spread %.1f)), perf report --stdio $(num "$qr" %.1f) ($(report_costs c perf | spread %.1f))"
 else
 	fmt7 "C job, -g fp, against perf -g" "skipped: perf is missing" "" "" "" "<= perf" ""
 fi
@@ -393,6 +423,10 @@ stale_row "Python stacks at odds (callback.py)" "% of samples, median" \
 stale_row "Python frames newer (turns.py)" "% of SHA-256 samples, median" \
 	"of turns.py's samples in SHA-256 code are not under hashing" "${TURNS[@]}"
 
+if [ -n "${REPORTS:-}" ]; then
+	section ""
+	section "C job, -g fp: $REPORTS"
+fi
 section ""
 section "callback.py by default (root, or CAP_BPF and CAP_PERFMON): Python stacks read whole from what"
 section "  a BPF program copied at the sample, and stacks at odds with their native ones: $(printf '%s\n' "${CAPTURED[@]}" | awk 'NF == 3 { c += $1; r += $2; m += $3 } END { if (r) printf "%.1f%% and %.2f%% of %d", 100 * c / r, 100 * m / r, r; else print "none" }')"

@@ -258,6 +258,8 @@ void perf_sampler_close(struct perf_sampler *s)
 	free(s->spare);
 	free(s->chunks);
 	free(s->pend);
+	free(s->pend_tmp);
+	free(s->runs);
 	free(s->procs);
 	idx_release(&s->proc_idx);
 	free(s->chain);

@@ -142,6 +142,9 @@ struct perf_sampler {
 	size_t nr_chunks, alloc_chunks;
 	struct pending *pend;
 	size_t nr_pend, alloc_pend;
+	struct pending *pend_tmp;       /* sorting's scratch */
+	size_t alloc_pend_tmp;
+	size_t *runs, alloc_runs;       /* where its sorted runs start */
 	/*
 	 * A delivered chunk's buffer, the stage's next: taken at each sample
 	 * where Python is read, a stage of one record would otherwise be
@@ -225,5 +228,7 @@ void perf_drainers_free(struct perf_sampler *s);
 uint64_t perf_take_stage(struct perf_sampler *s);
 /* Delivers the records taken that are older than LIMIT, in time order; 0, or CB's first nonzero return (delivery stops there). */
 int perf_deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, void *arg);
+/* Sorts the reader's pending records by time, ties by sequence (perf_deliver_until's order). */
+void perf_sort_pending(struct perf_sampler *s);
 
 #endif

@@ -64,13 +64,64 @@ uint64_t perf_take_stage(struct perf_sampler *s)
 	return limit;
 }
 
-static int pending_cmp(const void *a, const void *b)
+/* Whether pending record A goes before B: by time, ties in ring-buffer order. */
+static inline bool pend_before(const struct pending *a, const struct pending *b)
 {
-	const struct pending *x = a, *y = b;
+	return a->time != b->time ? a->time < b->time : a->seq < b->seq;
+}
 
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+/*
+ * Sorts S's pending records by time. They come in runs already in order:
+ * what the last delivery left, then each buffer's records of each sweep.
+ * So the runs are found and merged pairwise, a pass per doubling: two or
+ * three passes for a reader's batch where a general sort makes log2(n)
+ * (qsort was a tenth of proftool's CPU on a C job).
+ */
+void perf_sort_pending(struct perf_sampler *s)
+{
+	size_t n = s->nr_pend, nr_runs = 0, *runs;
+	struct pending *a = s->pend, *b, *t;
+	size_t alloc_t;
+
+	for (size_t i = 0; i < n;) {
+		ALLOC_GROW(s->runs, nr_runs + 2, s->alloc_runs);
+		s->runs[nr_runs++] = i++;
+		while (i < n && !pend_before(&a[i], &a[i - 1]))
+			i++;
+	}
+	if (nr_runs < 2)
+		return;
+	runs = s->runs;
+	runs[nr_runs] = n;
+	ALLOC_GROW(s->pend_tmp, n, s->alloc_pend_tmp);
+	b = s->pend_tmp;
+	while (nr_runs > 1) {
+		size_t k = 0;
+
+		for (size_t r = 0; r < nr_runs; r += 2) {
+			/* a last run without a pair is copied as it is: mid = hi = n */
+			size_t lo = runs[r], mid = runs[r + 1], hi = r + 2 <= nr_runs ? runs[r + 2] : n;
+			size_t i = lo, j = mid, o = lo;
+
+			while (i < mid && j < hi)
+				b[o++] = pend_before(&a[j], &a[i]) ? a[j++] : a[i++];
+			memcpy(&b[o], &a[i], (mid - i) * sizeof(*a));
+			o += mid - i;
+			memcpy(&b[o], &a[j], (hi - j) * sizeof(*a));
+			runs[k++] = lo;
+		}
+		runs[k] = n;
+		nr_runs = k;
+		t = a, a = b, b = t;
+	}
+	if (a != s->pend) {
+		/* the sorted copy is the array from now on, the old one the scratch */
+		alloc_t = s->alloc_pend;
+		s->pend_tmp = s->pend;
+		s->alloc_pend = s->alloc_pend_tmp;
+		s->alloc_pend_tmp = alloc_t;
+		s->pend = a;
+	}
 }
 
 /* Reads a u64 at *p within [p, end); returns false past the end. */
@@ -316,7 +367,7 @@ int perf_deliver_until(struct perf_sampler *s, uint64_t limit, sampler_cb cb, vo
 	size_t i;
 	int ret = 0;
 
-	QSORT(s->pend, s->nr_pend, pending_cmp);
+	perf_sort_pending(s);
 	for (i = 0; i < s->nr_pend && s->pend[i].time < limit; i++) {
 		struct chunk *c = &s->chunks[s->pend[i].chunk];
 
