@@ -8,8 +8,15 @@
 
 #include "base/base.h"
 
-/* A delivered chunk's buffer larger than this is freed, not kept as the stage's next */
-#define SPARE_MAX (1u << 20)
+/*
+ * A delivered chunk's buffer larger than this is freed, not kept as the
+ * stage's next. A batch of DWARF samples is often larger than a MiB (a
+ * PyTorch job's 50 ms: 1-2 MiB): freed, the next stage grew again from
+ * nothing, copied by realloc at each doubling, a twentieth of proftool's
+ * CPU there. The drain thread wakes the reader past 16 MiB staged, so a
+ * buffer of the usual batch is kept, and one that a burst made larger is not.
+ */
+#define SPARE_MAX (16u << 20)
 
 /*
  * Moves what the stage holds into a chunk of the reader's own, and returns
@@ -48,6 +55,17 @@ uint64_t perf_take_stage(struct perf_sampler *s)
 		for (size_t i = 0; i < s->stage.nr; i++) {
 			s->pend[s->nr_pend] = s->stage.pend[i];
 			s->pend[s->nr_pend++].chunk = (uint32_t)k;
+		}
+		/*
+		 * the next stage starts as large as this one was, where no
+		 * delivered chunk is spare yet (it still holds records newer
+		 * than the limit), and room for one twice as large: not grown
+		 * from nothing, copied at each doubling (pages it does not use
+		 * are never touched, and so take no memory)
+		 */
+		if (!s->spare && s->stage.len <= SPARE_MAX / 2) {
+			s->alloc_spare = 2 * s->stage.len;
+			s->spare = xmalloc(s->alloc_spare);
 		}
 		s->stage.buf = s->spare;
 		s->stage.alloc = s->alloc_spare;
