@@ -101,6 +101,21 @@ void idx_release(struct idx *x)
 	memset(x, 0, sizeof(*x));
 }
 
+void idx_copy(struct idx *dst, const struct idx *src)
+{
+	size_t slots = src->mask ? src->mask + 1 : 0;
+
+	memset(dst, 0, sizeof(*dst));
+	if (!slots)
+		return;
+	dst->hash = xmalloc(st_mult(slots, sizeof(*dst->hash)));
+	dst->id = xmalloc(st_mult(slots, sizeof(*dst->id)));
+	memcpy(dst->hash, src->hash, slots * sizeof(*dst->hash));
+	memcpy(dst->id, src->id, slots * sizeof(*dst->id));
+	dst->mask = src->mask;
+	dst->count = src->count;
+}
+
 static void idx_put(struct idx *x, uint64_t hash, uint32_t id)
 {
 	size_t i = hash & x->mask;

@@ -83,6 +83,8 @@ struct idx {
 
 void idx_release(struct idx *x);
 void idx_insert(struct idx *x, uint64_t hash, uint32_t id);
+/* DST (empty, or released) as a copy of SRC: the same ids under the same hashes. */
+void idx_copy(struct idx *dst, const struct idx *src);
 /*
  * Iterates the ids stored under HASH: start with *pos = 0; returns IDX_NONE
  * when there are no more.

@@ -1472,6 +1472,17 @@ static void check_seed(uint32_t hex)
 	CHECK_EQ_U(py_read_stack(cold, 100, fr, PY_MAX_DEPTH, &st), 3);
 	CHECK(!strcmp(fr[1].qualname, "parent's"));
 	CHECK(!strcmp(fr[0].qualname, "step"));
+
+	/* what a child took outlives its parent: the names and line tables are shared, not borrowed */
+	py_proc_free(child);
+	child = open_proc(hex);
+	CHECK_EQ_U(py_proc_seed(child, parent), 3);
+	py_proc_free(parent);
+	parent = NULL;
+	CHECK_EQ_U(py_read_stack(child, 100, fr, PY_MAX_DEPTH, &st), 3);
+	CHECK_FRAME(fr[0], "step", 11, 0);
+	CHECK(!strcmp(fr[1].qualname, "parent's"));
+	CHECK(!strcmp(fr[2].qualname, "<module>"));
 out:
 	py_proc_free(parent);
 	py_proc_free(cold);
