@@ -80,7 +80,7 @@ static bool room(const struct py_codes *c, size_t n)
  * a count of the caches holding it (atomic: caches of different processes
  * are read by different drain threads), freed with the last. Seeding a
  * worker's cache by copying them, and freeing that copy once it exited,
- * were an eighth of proftool's CPU on a PyTorch job of 8 workers an epoch.
+ * were a sixth of proftool's CPU on a PyTorch job of 8 workers an epoch.
  */
 struct shared {
 	uint64_t refs;
@@ -664,100 +664,6 @@ enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64
 	return PY_STACK_COMPLETE;
 }
 
-/* ---- PEP 626 location tables (Objects/locations.md) ---- */
-
-/* A varint of 6-bit chunks, least significant first, bit 6 set on all but the last. */
-static bool varint(const uint8_t *tab, size_t len, size_t *i, uint32_t *val)
-{
-	uint32_t v = 0;
-
-	for (unsigned shift = 0; shift < 32; shift += 6) {
-		uint8_t b;
-
-		if (*i >= len || (tab[*i] & 0x80))
-			return false;
-		b = tab[(*i)++];
-		v |= (uint32_t)(b & 63) << shift;
-		if (!(b & 64)) {
-			*val = v;
-			return true;
-		}
-	}
-	return false;
-}
-
-/*
- * One entry of a location table at *I, as CPython's PyCode_Addr2Line reads
- * it: a byte with bit 7 set, bits 3-6 the kind and 0-2 the number of code
- * units (2 bytes each) less one; lines are deltas from co_firstlineno.
- * Kinds: 0-9 short form (same line, 1 byte of columns), 10-12 one line
- * form (delta kind - 10, 2 bytes of columns), 13 no columns (signed
- * varint delta), 14 long form (signed varint delta, then 3 varints), 15
- * no location. Adds its delta to *LINE; false when it is malformed or cut.
- */
-static bool entry(const uint8_t *tab, size_t len, size_t *i, int64_t *line, int *kind, unsigned *units)
-{
-	uint8_t b = tab[(*i)++];
-	uint32_t v, skip = 0;
-
-	*kind = b >> 3 & 15;
-	*units = (b & 7) + 1u;
-	if (!(b & 0x80))
-		return false;
-	if (*kind == 13 || *kind == 14) {
-		if (!varint(tab, len, i, &v))
-			return false;
-		*line += v & 1 ? -(int64_t)(v >> 1) : (int64_t)(v >> 1);
-		for (int k = 0; k < (*kind == 14 ? 3 : 0); k++)
-			if (!varint(tab, len, i, &v))
-				return false;
-		return true;
-	}
-	if (*kind >= 10 && *kind <= 12) {
-		*line += *kind - 10;
-		skip = 2;
-	} else if (*kind < 10) {
-		skip = 1;
-	}
-	for (uint32_t k = 0; k < skip; k++)
-		if (*i >= len || (tab[(*i)++] & 0x80))
-			return false;
-	return true;
-}
-
-/* The line of byte offset OFF >= 0 in TAB (0: none, or malformed); *USED: the bytes looked at. */
-static uint32_t line_at(const uint8_t *tab, size_t len, int32_t firstlineno, int64_t off, size_t *used)
-{
-	int64_t line = firstlineno, addr = 0;
-	uint32_t res = 0;
-	size_t i = 0;
-	unsigned units;
-	int kind;
-
-	while (i < len && entry(tab, len, &i, &line, &kind, &units)) {
-		int64_t end = addr + 2 * (int64_t)units;
-
-		if (off < end) {
-			res = kind == 15 || line <= 0 || line > UINT32_MAX ? 0 : (uint32_t)line;
-			break;
-		}
-		addr = end;
-	}
-	*used = i;
-	return res;
-}
-
-uint32_t py_linetable_line(const uint8_t *tab, size_t len, int32_t firstlineno, int64_t off)
-{
-	size_t used;
-
-	if (off < 0)
-		return firstlineno > 0 ? (uint32_t)firstlineno : 0;
-	if (!tab)
-		return 0;
-	return line_at(tab, len, firstlineno, off, &used);
-}
-
 uint32_t py_code_line(struct py_codes *c, struct py_code *code, int64_t off)
 {
 	size_t len = code->linetable_len, used;
@@ -770,7 +676,7 @@ uint32_t py_code_line(struct py_codes *c, struct py_code *code, int64_t off)
 	} else {
 		if (len > c->scan_left)
 			len = c->scan_left;
-		line = line_at(code->linetable, len, code->firstlineno, off, &used);
+		line = py_linetable_scan(code->linetable, len, code->firstlineno, off, &used);
 		c->scan_left -= used;
 		/* the table not scanned to its end for want of budget: a line found stands, none is unknown */
 		if (!line && len < code->linetable_len)

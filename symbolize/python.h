@@ -535,5 +535,7 @@ uint32_t py_code_line(struct py_codes *c, struct py_code *code, int64_t off);
  * table gives none for OFF or is malformed.
  */
 uint32_t py_linetable_line(const uint8_t *tab, size_t len, int32_t firstlineno, int64_t off);
+/* The same for OFF >= 0 (pylines.c), and in *USED the bytes of TAB it looked at. */
+uint32_t py_linetable_scan(const uint8_t *tab, size_t len, int32_t firstlineno, int64_t off, size_t *used);
 
 #endif
