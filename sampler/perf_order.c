@@ -60,8 +60,8 @@ uint64_t perf_take_stage(struct perf_sampler *s)
 		 * the next stage starts as large as this one was, where no
 		 * delivered chunk is spare yet (it still holds records newer
 		 * than the limit), and room for one twice as large: not grown
-		 * from nothing, copied at each doubling (pages it does not use
-		 * are never touched, and so take no memory)
+		 * from nothing, copied at each doubling (what it does not use
+		 * is never written; fresh pages of it take no memory)
 		 */
 		if (!s->spare && s->stage.len <= SPARE_MAX / 2) {
 			s->alloc_spare = 2 * s->stage.len;
