@@ -81,9 +81,10 @@ measure() {
 	# shellcheck disable=SC2046 # job prints a command line of plain words
 	"$BL" run "$d/outer" "${rec[@]}" "$BL" run "$d/inner" $(job "$name" "$len") >"$d/stdout" 2>"$d/stderr" &
 	local run=$!
-	# while a long run of a one-process job goes, what a sample costs in it (steady)
-	if [ "$len" = "$LONG" ] && [ "$name" != torch ] && [ "$var" != bare ]; then
-		steady "$run" >"$d/steady"
+	# while a long run goes, what a sample costs in it (steady); the PyTorch job's samples
+	# are counted from its recording, its processes being many
+	if [ "$len" = "$LONG" ] && [ "$var" != bare ]; then
+		steady "$run" "$([ "$name" = torch ] && echo "$d/window")" >"$d/steady"
 	fi
 	if ! wait "$run"; then
 		echo "bench: pycost: $name/$var ($len s) run $i failed: ${rec[*]} $(job "$name" "$len")" >&2
@@ -94,6 +95,9 @@ measure() {
 		echo 0 >"$d/samples"
 	else
 		samples "$var" "$d/out.data" >"$d/samples"
+	fi
+	if [ -s "$d/window" ]; then
+		window_steady "$d/window" "$d/out.data" >"$d/steady"
 	fi
 	# perf defers unwinding, naming and folding to perf report: the C job's reports are
 	# timed too, each tool's default view of the recording
@@ -110,7 +114,24 @@ measure() {
 # task_ns PID: the nanoseconds on a CPU of process PID's live threads (schedstat)
 task_ns() { { cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
 
-# steady OUTER: the profiler's CPU per sample while the job runs, microseconds: its time on
+# window_steady WINDOW FILE: steady's figure for a job of many processes, from the window
+# steady wrote ("nanoseconds of the profiler's CPU, from, to": the wall clock) and the
+# recording FILE: the samples it holds between those instants, of every process
+window_steady() {
+	python3 - "$1" "$2" <<-'PY'
+	import gzip, json, sys
+	cpu, t0, t1 = (int(x) for x in open(sys.argv[1]).read().split())
+	p = json.load(gzip.open(sys.argv[2]))
+	start = p["meta"]["start_real_ns"]
+	t, n = 0, 0
+	for d in p["samples"]["time_us_delta"]:
+	    t += d
+	    n += t0 <= start + t * 1000 < t1
+	print("%.3f" % (cpu / 1e3 / n) if n else "nan")
+	PY
+}
+
+# steady OUTER [WINDOW]: the profiler's CPU per sample while the job runs, microseconds: its time on
 # a CPU from 1 s into the run to LONG-2 s, over the samples the job's CPU time in that
 # window makes at -F FREQ (cpu-clock samples per second of the job's CPU, for proftool
 # and perf alike). Start-up and finishing are left out, and with them most of the run to
@@ -119,14 +140,20 @@ task_ns() { { cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } | awk '{ s 
 # writing). OUTER is the outer timer: its child the profiler, whose child is the inner
 # timer, whose child is the job. "nan" when the job ended within the window (the C job
 # on more than 2 CPUs: its threads then run side by side) or the window is under 1 s.
+# With WINDOW, the job's samples are counted from its recording (window_steady): the
+# profiler's CPU and the window's wall-clock bounds go to that file, and "nan" to stdout.
 steady() {
-	local prof="" inner="" job="" a b a2 b2 k win
-	win=$(awk -v l="$LONG" 'BEGIN { printf "%.3f", l - 3 }')
+	local prof="" inner="" job="" a b a2 b2 k win r0 r1
+	# (the PyTorch job imports torch for its first 1-2 s, and its epochs take 2 s of the 3 s
+	# they stand for here: its window is from 2 s to LONG - 4 s)
+	local lead=1
+	[ -z "${2:-}" ] || lead=2
+	win=$(awk -v l="$LONG" -v w="${2:-}" 'BEGIN { printf "%.3f", l - 3 - (w != "" ? 3 : 0) }')
 	if ! awk -v w="$win" 'BEGIN { exit !(w >= 1) }'; then
 		echo nan
 		return
 	fi
-	sleep 1
+	sleep "$lead"
 	for ((k = 0; k < 50; k++)); do
 		[ -z "$job" ] || break
 		# (pgrep finding nothing yet is no failure)
@@ -136,10 +163,15 @@ steady() {
 		[ -n "$job" ] || sleep 0.02
 	done
 	[ -n "$job" ] || { echo nan; return; }
-	a=$(task_ns "$prof") b=$(task_ns "$job")
+	a=$(task_ns "$prof") b=$(task_ns "$job") r0=$(date +%s%N)
 	sleep "$win"
-	a2=$(task_ns "$prof") b2=$(task_ns "$job")
+	a2=$(task_ns "$prof") b2=$(task_ns "$job") r1=$(date +%s%N)
 	if ! kill -0 "$job" 2>/dev/null || [ "$b2" -le "$b" ]; then
+		echo nan
+		return
+	fi
+	if [ -n "${2:-}" ]; then
+		echo "$((a2 - a)) $r0 $r1" >"$2"
 		echo nan
 		return
 	fi
