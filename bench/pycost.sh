@@ -144,11 +144,12 @@ window_steady() {
 # profiler's CPU and the window's wall-clock bounds go to that file, and "nan" to stdout.
 steady() {
 	local prof="" inner="" job="" a b a2 b2 k win r0 r1
-	# (the PyTorch job imports torch for its first 1-2 s, and its epochs take 2 s of the 3 s
-	# they stand for here: its window is from 2 s to LONG - 4 s)
+	# (the PyTorch job imports torch for its first 1-2 s, and its epochs take 1.2-2 s of the
+	# 3 s they stand for here: its window is from 2 s to LONG - 5 s, 4 s for the default 9 s
+	# run, which ends at 5-6.5 s)
 	local lead=1
 	[ -z "${2:-}" ] || lead=2
-	win=$(awk -v l="$LONG" -v w="${2:-}" 'BEGIN { printf "%.3f", l - 3 - (w != "" ? 3 : 0) }')
+	win=$(awk -v l="$LONG" -v w="${2:-}" 'BEGIN { printf "%.3f", l - 3 - (w != "" ? 4 : 0) }')
 	if ! awk -v w="$win" 'BEGIN { exit !(w >= 1) }'; then
 		echo nan
 		return
