@@ -202,28 +202,24 @@ num() { awk -v a="$1" -v f="$2" 'BEGIN { printf f "\n", a }'; }
 MISSES=()
 note_result() { [ "$1" != MISS ] || MISSES+=("$2"); }
 
-# pair_costs JOB VARIANT: microseconds of the profiler's CPU per extra sample, one line for
-# each run pair (short i, long i)
+# the report's CPU in one run, seconds: user+sys of its timer
+report_cpu() { awk '{ printf "%.6f\n", $2 + $3 }' "$1/report"; }
+
+# pair_costs JOB VARIANT [CPU]: microseconds of CPU per extra sample, one line for each run
+# pair (short i, long i); CPU is the function that gives a run's seconds (own_cpu, the
+# profiler's, by default; report_cpu)
 pair_costs() {
-	local i s l
+	local i s l cpu=${3:-own_cpu}
 	for ((i = 1; i <= RUNS; i++)); do
 		s=$T/runs/$1/$2/$SHORT/$i l=$T/runs/$1/$2/$LONG/$i
-		awk -v cs="$(own_cpu "$s")" -v cl="$(own_cpu "$l")" -v ns="$(cat "$s/samples")" -v nl="$(cat "$l/samples")" \
+		awk -v cs="$("$cpu" "$s")" -v cl="$("$cpu" "$l")" -v ns="$(cat "$s/samples")" -v nl="$(cat "$l/samples")" \
 			'BEGIN { if (nl > ns) print (cl - cs) / (nl - ns) * 1e6; else print "nan" }'
 	done
 }
 # per_sample JOB VARIANT: the median of the pairs' figures
 per_sample() { pair_costs "$@" | med; }
-# report_costs JOB VARIANT: microseconds of the report's CPU per extra sample, a line a pair
-report_costs() {
-	local i s l
-	for ((i = 1; i <= RUNS; i++)); do
-		s=$T/runs/$1/$2/$SHORT/$i l=$T/runs/$1/$2/$LONG/$i
-		awk -v cs="$(awk '{ print $2 + $3 }' "$s/report")" -v cl="$(awk '{ print $2 + $3 }' "$l/report")" \
-			-v ns="$(cat "$s/samples")" -v nl="$(cat "$l/samples")" \
-			'BEGIN { if (nl > ns) print (cl - cs) / (nl - ns) * 1e6; else print "nan" }'
-	done
-}
+# report_costs JOB VARIANT: the same for the report of each recording
+report_costs() { pair_costs "$1" "$2" report_cpu; }
 # in_run JOB VARIANT: the median of the long runs' steady figures, "nan" for none
 in_run() {
 	local i

@@ -87,6 +87,11 @@ struct shared {
 	unsigned char data[];
 };
 
+static struct shared *shared_of(void *p)
+{
+	return (struct shared *)((unsigned char *)p - offsetof(struct shared, data));
+}
+
 static void *shared_new(size_t len)
 {
 	struct shared *b = xmalloc(sizeof(*b) + len);
@@ -98,17 +103,14 @@ static void *shared_new(size_t len)
 static void *shared_get(void *p)
 {
 	if (p)
-		__atomic_add_fetch(&((struct shared *)((unsigned char *)p - offsetof(struct shared, data)))->refs, 1,
-				   __ATOMIC_RELAXED);
+		__atomic_add_fetch(&shared_of(p)->refs, 1, __ATOMIC_RELAXED);
 	return p;
 }
 
 static void shared_put(void *p)
 {
-	struct shared *b = p ? (struct shared *)((unsigned char *)p - offsetof(struct shared, data)) : NULL;
-
-	if (b && !__atomic_sub_fetch(&b->refs, 1, __ATOMIC_ACQ_REL))
-		free(b);
+	if (p && !__atomic_sub_fetch(&shared_of(p)->refs, 1, __ATOMIC_ACQ_REL))
+		free(shared_of(p));
 }
 
 void py_codes_free(struct py_codes *c)
@@ -460,6 +462,15 @@ size_t py_codes_prefetch(struct py_codes *c, const struct py_target *t, const ui
 	return codes;
 }
 
+/* CODE, a copy of another cache's entry, as this cache's: checked at CHECKED_NS (0: never), its line table shared. */
+static void taken_over(struct py_code *code, uint64_t checked_ns)
+{
+	shared_get(code->linetable);
+	code->checked_ns = checked_ns;
+	code->last_off = -1;
+	code->last_line = 0;
+}
+
 /*
  * A copy of FROM (another cache's) as DST's, checked at CHECKED_NS (0:
  * never), its names interned in DST and its line table shared; false when
@@ -477,10 +488,7 @@ static bool copy_code(struct py_codes *dst, const struct py_code *from, uint64_t
 	/* the names took the room left (they stay interned, counted: another entry may use them) */
 	if (!fresh.qualname || !fresh.filename || !room(dst, need))
 		return false;
-	fresh.linetable = shared_get(from->linetable);
-	fresh.checked_ns = checked_ns;
-	fresh.last_off = -1;
-	fresh.last_line = 0;
+	taken_over(&fresh, checked_ns);
 	ALLOC_GROW(dst->codes, dst->nr + 1, dst->alloc);
 	idx_insert(&dst->idx, hash_u64(fresh.addr), (uint32_t)dst->nr);
 	dst->codes[dst->nr++] = fresh;
@@ -496,19 +504,17 @@ static bool copy_code(struct py_codes *dst, const struct py_code *from, uint64_t
  */
 static size_t seed_whole(struct py_codes *dst, const struct py_codes *src)
 {
+	free(dst->codes);
+	free(dst->strs);
+	idx_release(&dst->idx);
+	idx_release(&dst->str_idx);
 	dst->codes = xmalloc(st_mult(src->nr ? src->nr : 1, sizeof(*dst->codes)));
 	dst->nr = dst->alloc = src->nr;
 	if (src->nr)
 		memcpy(dst->codes, src->codes, src->nr * sizeof(*dst->codes));
-	for (size_t i = 0; i < dst->nr; i++) {
-		struct py_code *code = &dst->codes[i];
-
-		shared_get(code->linetable);
-		/* never checked here: a header of this process's must match before it is used */
-		code->checked_ns = 0;
-		code->last_off = -1;
-		code->last_line = 0;
-	}
+	/* never checked here: a header of this process's must match before one is used */
+	for (size_t i = 0; i < dst->nr; i++)
+		taken_over(&dst->codes[i], 0);
 	dst->strs = xmalloc(st_mult(src->strs_nr ? src->strs_nr : 1, sizeof(*dst->strs)));
 	dst->strs_nr = dst->strs_alloc = src->strs_nr;
 	for (size_t i = 0; i < dst->strs_nr; i++)
@@ -524,13 +530,8 @@ size_t py_codes_seed(struct py_codes *dst, const struct py_codes *src, size_t ma
 {
 	size_t added = 0, taken = 0;
 
-	if (!dst->nr && !dst->strs_nr && src->kept <= max_bytes) {
-		free(dst->codes);
-		free(dst->strs);
-		idx_release(&dst->idx);
-		idx_release(&dst->str_idx);
+	if (!dst->nr && !dst->strs_nr && src->kept <= max_bytes)
 		return seed_whole(dst, src);
-	}
 
 	for (size_t i = 0; i < src->nr; i++) {
 		const struct py_code *from = &src->codes[i];

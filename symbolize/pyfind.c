@@ -211,10 +211,11 @@ void pyproc_discover(struct sym_python *py, struct pyproc *pp)
 /* The latest incarnation of PID, or NULL (under py->lock). */
 static struct pyproc *pyproc_latest(struct sym_python *py, int32_t pid)
 {
+	uint64_t h = hash_u64((uint64_t)(uint32_t)pid);
 	size_t pos = 0;
 	uint32_t id, latest = IDX_NONE;
 
-	while ((id = idx_next(&py->proc_idx, hash_u64((uint64_t)(uint32_t)pid), &pos)) != IDX_NONE)
+	while ((id = idx_next(&py->proc_idx, h, &pos)) != IDX_NONE)
 		if (py->procs[id]->pid == pid && (latest == IDX_NONE || id > latest))
 			latest = id;
 	return latest == IDX_NONE ? NULL : py->procs[latest];
