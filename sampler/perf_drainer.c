@@ -37,10 +37,11 @@
  * With captures, a sample carries its Python stack and a process or thread
  * the program does not know wakes the drain thread at once (perf_bpf.c):
  * the timer mostly bounds how long records wait. What a capture does not
- * hold (a stack deeper than it copies, a code object new to the reader) is
- * read from the process: the first such sample of a while waits for a
- * sweep, up to this long, and the hook's eagerness then sweeps every
- * millisecond. Each sweep costs a wake-up of the drain thread, and of the
+ * hold (a stack deeper than it copies, a code object's names) is read from
+ * the process: the first such sample of a while waits for a sweep, up to
+ * this long, and where what it met may soon be gone (frames past the copy,
+ * a module's body) the hook's eagerness then sweeps every millisecond.
+ * Each sweep costs a wake-up of the drain thread, and of the
  * reader after it: on a 2-CPU VM, 20 ms sweeps of a Python job came to
  * 11 us of proftool's CPU per sample, 100 ms to 9.5 (with -g dwarf, a
  * quarter of the buffer fills in about 30 ms there, and wakes it sooner).

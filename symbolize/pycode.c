@@ -34,6 +34,7 @@ struct py_codes {
 	size_t scan_left;               /* bytes of line tables this read may still scan */
 	size_t kept;                    /* bytes of names, line tables and entries kept, <= PY_MAX_KEPT */
 	uint64_t now;                   /* when the current read began */
+	bool met_transient;             /* the current read decoded a code object soon gone (transient) */
 	uint8_t raw[4 * PY_MAX_STR];    /* a string's characters as read */
 	char str[PY_MAX_STR + 1];       /* ... and as UTF-8 */
 	/* the ranges py_codes_prefetch read for this stack read, and their bytes */
@@ -55,6 +56,7 @@ void py_codes_begin_read(struct py_codes *c, uint64_t now)
 {
 	c->now = now;
 	c->nr_spec = 0;
+	c->met_transient = false;
 	c->decode_left = PY_MAX_DECODE;
 	c->scan_left = PY_MAX_LINE_SCAN;
 }
@@ -613,6 +615,21 @@ struct py_code *py_code_matching(struct py_codes *c, const struct py_target *t, 
 	return code;
 }
 
+/*
+ * Whether code object C is of those freed soon after they run: a module's
+ * body (once imported) or code compiled from a string (exec, eval). A
+ * function's lives as long as its module; so do the frozen modules'.
+ */
+static bool transient(const struct py_code *c)
+{
+	return !strcmp(c->qualname, "<module>") || (c->filename[0] == '<' && strncmp(c->filename, "<frozen ", 8));
+}
+
+bool py_codes_met_transient(const struct py_codes *c)
+{
+	return c->met_transient;
+}
+
 enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64_t addr,
 			   const uint8_t *hdr, bool at_sample, struct py_code **out)
 {
@@ -659,6 +676,7 @@ enum py_status py_code_get(struct py_codes *c, const struct py_target *t, uint64
 		code = &c->codes[c->nr++];
 	}
 	c->kept += need + fresh.linetable_len;
+	c->met_transient |= transient(&fresh);
 	fresh.checked_ns = at_sample ? 0 : c->now;
 	*code = fresh;
 	*out = code;

@@ -109,6 +109,7 @@ struct py_proc {
 	bool cap_short;                 /* and read frames the capture did not hold */
 	bool code_failed;               /* the last read stopped at a code object it could not read */
 	bool new_codes;                 /* the last read met code objects new to the cache */
+	bool code_gone;                 /* and left out a captured frame whose code object is gone */
 	bool walk_exact;                /* the last walk kept each frame it found, checked (no fallback) */
 	bool cap_us;                    /* and read a frame from the stack copy, not the capture */
 	/* stacks taken from a thread's last capture (pymemo.c); with PROFTOOL_DEBUG_PYTHON, walked too */

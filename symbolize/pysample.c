@@ -251,12 +251,18 @@ static size_t hook_sample(void *arg, int32_t pid, int32_t tid, const struct samp
 		__atomic_add_fetch(&py->captured, whole, __ATOMIC_RELAXED);
 		hdr.flags = whole ? PYX_CAPTURED : 0;
 		/*
-		 * read later than the sample, or met code objects new to it
-		 * (imports: a module's body is gone once it has run): the
-		 * sampler hurries for a while, so that what is read late is
-		 * read soon
+		 * read later than the sample, or met code soon gone (imports:
+		 * a module's body is gone once it has run): the sampler
+		 * hurries for a while, so that what is read late is read
+		 * soon. Not for each function new to the cache: a long job
+		 * meets them one by one for hours, and they live as long as
+		 * their modules. Nor for a thread the program met undescribed:
+		 * its samples wake the sampler at once until it is
+		 * (perf_bpf.c), and then are copied. Nor for a process gone
+		 * (a worker's last samples, drained after it exited).
 		 */
-		if ((!whole && n) || py_proc_new_codes(pp->reader))
+		if ((!whole && n && !unknown) ||
+		    (py_proc_hurry(pp->reader) && !dead && pyproc_unreadable_why(pid, pp->eval_lo) != ESRCH))
 			__atomic_store_n(&py->late_ns, monotonic_ns(), __ATOMIC_RELAXED);
 		__atomic_add_fetch(&py->reads, 1, __ATOMIC_RELAXED);
 		__atomic_add_fetch(&py->moved, moved, __ATOMIC_RELAXED);

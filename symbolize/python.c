@@ -312,9 +312,9 @@ bool py_proc_code_failed(const struct py_proc *p)
 	return p->code_failed;
 }
 
-bool py_proc_new_codes(const struct py_proc *p)
+bool py_proc_hurry(const struct py_proc *p)
 {
-	return p->new_codes;
+	return p->code_gone || py_codes_met_transient(p->codes);
 }
 
 /* The capture of thread TID, when it is of the thread state the reader knows for it and whole enough. */
@@ -362,7 +362,7 @@ size_t py_read_stack_cap(struct py_proc *p, int32_t tid, const struct py_ustack 
 		*moved = false;
 	p->us = NULL;
 	p->cap = NULL;
-	p->cap_used = p->cap_short = p->code_failed = p->new_codes = p->walk_exact = p->cap_us = false;
+	p->cap_used = p->cap_short = p->code_failed = p->new_codes = p->code_gone = p->walk_exact = p->cap_us = false;
 	p->nr_bounds = 0;
 	py_pages_reset(&p->pages);
 	py_codes_begin_read(p->codes, p->clock());

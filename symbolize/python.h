@@ -278,8 +278,13 @@ enum py_cap_use {
 enum py_cap_use py_proc_capture_use(const struct py_proc *p);
 /* Whether P's last read stopped at a code object it could not read (freed, or not one). */
 bool py_proc_code_failed(const struct py_proc *p);
-/* Whether P's last read met code objects new to its cache (or changed): code that may soon be gone. */
-bool py_proc_new_codes(const struct py_proc *p);
+/*
+ * Whether P's last read met code that may be gone unless the next samples
+ * are read soon after they are taken: a code object freed soon after it
+ * runs (a module's body, code compiled from a string) new to its cache,
+ * or a captured frame whose code object was gone by the read.
+ */
+bool py_proc_hurry(const struct py_proc *p);
 
 /*
  * Reads the Python stack of thread TID (the kernel's thread id, as samples
@@ -481,6 +486,13 @@ size_t py_codes_adopt(struct py_codes *dst, const struct py_target *t, const str
  * and PY_MAX_LINE_SCAN bytes are whole again.
  */
 void py_codes_begin_read(struct py_codes *c, uint64_t now);
+
+/*
+ * Whether the current read decoded a code object that is freed soon after
+ * it runs (a module's body, code compiled from a string): one whose next
+ * samples are to be read soon, before it is gone.
+ */
+bool py_codes_met_transient(const struct py_codes *c);
 
 /* The cached code object at ADDR when its header matched within PY_CODE_RECHECK_NS, else NULL. */
 struct py_code *py_code_recent(struct py_codes *c, uint64_t addr);

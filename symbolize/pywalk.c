@@ -423,6 +423,7 @@ size_t py_walk(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_HDR_MAX], st
 			 */
 			if (k && (w->flags & PY_FRAME_ENTRY))
 				out[k - 1].flags |= PY_FRAME_ENTRY;
+			p->code_gone = true;
 			continue;
 		}
 		if (code_status != PY_STACK_COMPLETE) {

@@ -196,6 +196,38 @@ memo_check() {
 	[ "$(grep -c 'spin_in_c.*\.py:\|\.py:.*spin_in_c' folded)" -eq 0 ]
 }
 
+# A long job meets its rarely run functions one by one for hours; each is new to proftool's
+# cache, and lives as long as its module: no reason to hurry (hurrying after each, for
+# 50 ms, took 1.2 epoll_wait a sample here, and a third of proftool's CPU on a PyTorch job
+# whose workers each met a few). Code that is gone soon after it runs still hurries it, and
+# keeps its names: module bodies and strings run by exec.
+@test "python capture: functions met one after another do not wake proftool per sample; module bodies and exec'd code keep their names" {
+	need_captures
+	need strace strace
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 strace -f -c -o f.trace -e trace=epoll_wait \
+		"$PROFTOOL" record -q --python-capture auto -o f.data -- "$PYTHON3" "$PYDIR/imports.py" fresh 80 20 >/dev/null
+	n=$(samples_of f.data)
+	ew=$(per_sample f.trace "$n" epoll_wait)
+	"$PROFTOOL" report --format folded f.data >folded
+	share=$(awk '{ t += $NF; if ($0 ~ /\(fn_[0-9]+\)/) hit += $NF } END { printf "%.1f\n", 100 * hit / t }' folded)
+	echo "fresh: $n samples, epoll_wait $ew per sample, $share% in the fn_ functions" >&3
+	awk -v b="$ew" 'BEGIN { exit !(b <= 0.4) }'
+	at_least "$share" 75
+	# each of the 80 is named
+	[ "$(grep -o '(fn_[0-9]*)' folded | sort -u | wc -l)" -ge 75 ]
+	record_to g.data --python-capture auto -- "$PYTHON3" "$PYDIR/imports.py" gone 40 20
+	"$PROFTOOL" report --format folded g.data >folded
+	read -r mods strs settle < <(awk '{ n = $NF; t += n
+		if ($0 ~ /gone_[0-9]+\.py:[0-9]+\(<module>\)/) g += n
+		else if ($0 ~ /<string>:[0-9]+\(<module>\)/) s += n
+		else if ($0 ~ /\(settle\)/) st += n }
+		END { printf "%.1f %.1f %.1f\n", 100 * g / t, 100 * s / t, 100 * st / t }' folded)
+	echo "gone: module bodies $mods%, exec'd strings $strs%, settle $settle%" >&3
+	near "$mods" 25 5
+	near "$strs" 25 5
+	near "$settle" 49 5
+}
+
 # cow.py's forked workers fault a list in and exit within tens of milliseconds. The first
 # sample of a process the program does not know wakes proftool, which reads it at once and
 # describes the process; the samples copied after that are read when the buffer is swept,
