@@ -96,8 +96,7 @@ uint64_t hash_u64(uint64_t x)
 
 void idx_release(struct idx *x)
 {
-	free(x->hash);
-	free(x->id);
+	free(x->slot);
 	memset(x, 0, sizeof(*x));
 }
 
@@ -108,10 +107,8 @@ void idx_copy(struct idx *dst, const struct idx *src)
 	memset(dst, 0, sizeof(*dst));
 	if (!slots)
 		return;
-	dst->hash = xmalloc(st_mult(slots, sizeof(*dst->hash)));
-	dst->id = xmalloc(st_mult(slots, sizeof(*dst->id)));
-	memcpy(dst->hash, src->hash, slots * sizeof(*dst->hash));
-	memcpy(dst->id, src->id, slots * sizeof(*dst->id));
+	dst->slot = xmalloc(st_mult(slots, sizeof(*dst->slot)));
+	memcpy(dst->slot, src->slot, slots * sizeof(*dst->slot));
 	dst->mask = src->mask;
 	dst->count = src->count;
 }
@@ -120,10 +117,9 @@ static void idx_put(struct idx *x, uint64_t hash, uint32_t id)
 {
 	size_t i = hash & x->mask;
 
-	while (x->id[i])
+	while (x->slot[i].id)
 		i = (i + 1) & x->mask;
-	x->hash[i] = hash;
-	x->id[i] = id + 1;
+	x->slot[i] = (struct idx_slot){ hash, id + 1 };
 }
 
 void idx_insert(struct idx *x, uint64_t hash, uint32_t id)
@@ -134,14 +130,12 @@ void idx_insert(struct idx *x, uint64_t hash, uint32_t id)
 		struct idx old = *x;
 		size_t n = slots ? slots * 2 : 64;
 
-		x->hash = xmalloc(st_mult(n, sizeof(*x->hash)));
-		x->id = xcalloc(n, sizeof(*x->id));
+		x->slot = xcalloc(n, sizeof(*x->slot));
 		x->mask = n - 1;
 		for (size_t i = 0; i < slots; i++)
-			if (old.id[i])
-				idx_put(x, old.hash[i], old.id[i] - 1);
-		free(old.hash);
-		free(old.id);
+			if (old.slot[i].id)
+				idx_put(x, old.slot[i].hash, old.slot[i].id - 1);
+		free(old.slot);
 	}
 	idx_put(x, hash, id);
 	x->count++;
@@ -182,10 +176,10 @@ uint32_t idx_next(const struct idx *x, uint64_t hash, size_t *pos)
 {
 	if (!x->mask)
 		return IDX_NONE;
-	for (size_t i = (hash + *pos) & x->mask; x->id[i]; i = (i + 1) & x->mask) {
+	for (size_t i = (hash + *pos) & x->mask; x->slot[i].id; i = (i + 1) & x->mask) {
 		(*pos)++;
-		if (x->hash[i] == hash)
-			return x->id[i] - 1;
+		if (x->slot[i].hash == hash)
+			return x->slot[i].id - 1;
 	}
 	return IDX_NONE;
 }

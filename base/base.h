@@ -72,10 +72,13 @@ static inline uint64_t hash_combine(uint64_t h, uint64_t v)
  *
  *	IDX_INIT; idx_release(&idx);
  */
+struct idx_slot {
+	uint64_t hash;  /* meaningful only where id != 0 */
+	uint32_t id;    /* element id + 1, 0 = empty */
+};
 struct idx {
-	uint64_t *hash; /* per slot; meaningful only where id[slot] != 0 */
-	uint32_t *id;   /* per slot: element id + 1, 0 = empty */
-	size_t mask;    /* slots - 1; slots is a power of two or 0 */
+	struct idx_slot *slot;  /* side by side: a probe touches one cache line */
+	size_t mask;            /* slots - 1; slots is a power of two or 0 */
 	size_t count;
 };
 #define IDX_INIT { 0 }
