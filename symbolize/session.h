@@ -139,7 +139,8 @@ struct sym_session {
 	 * tables (id + 1, 0 empty): samples repeat the same callers, and the
 	 * tables' probes miss the cache once they hold a long run's stacks
 	 */
-	uint32_t hot_frame[SS_HOT], hot_node[SS_HOT];
+	uint32_t hot_frame[SS_HOT];
+	struct idx_slot hot_node[SS_HOT];       /* a node's key's hash (node_key) and id + 1 */
 
 	uint64_t *pcs;          /* scratch: one unwound stack */
 	struct sym_memo *memos[SS_MEMOS];
