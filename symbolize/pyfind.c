@@ -140,6 +140,7 @@ void pyproc_discover(struct sym_python *py, struct pyproc *pp)
 	struct py_proc_opts o = { 0 };
 	struct pyfile *f = NULL;
 	uint64_t start = 0, pgoff = 0, bias = 0;
+	bool known;
 	ssize_t n;
 	FILE *fp;
 
@@ -174,10 +175,22 @@ void pyproc_discover(struct sym_python *py, struct pyproc *pp)
 	if (!f)
 		return;
 	__atomic_store_n(&pp->found, true, __ATOMIC_RELAXED);
-	if (!load_bias(pp->pid, f->path, start, pgoff, &bias)) {
+	pthread_mutex_lock(&py->lock);
+	known = f->bias_known && f->bias_start == start && f->bias_pgoff == pgoff;
+	bias = f->bias;
+	pthread_mutex_unlock(&py->lock);
+	if (!known && !load_bias(pp->pid, f->path, start, pgoff, &bias)) {
 		pp->interp = add_interp_locked(py, f->path, f->probe.version, NULL);
 		pp->open_errno = EFAULT;
 		return;
+	}
+	if (!known) {
+		pthread_mutex_lock(&py->lock);
+		f->bias_known = true;
+		f->bias_start = start;
+		f->bias_pgoff = pgoff;
+		f->bias = bias;
+		pthread_mutex_unlock(&py->lock);
 	}
 	if (f->probe.eval.addr) {
 		pp->eval_lo = f->probe.eval.addr + bias;

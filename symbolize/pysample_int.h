@@ -27,6 +27,13 @@ struct pyfile {
 	bool found;
 	struct py_probe probe;
 	uint32_t interp;        /* when found */
+	/*
+	 * The load bias of its mapping last found at BIAS_START, file offset
+	 * BIAS_PGOFF (under py->lock): a forked worker maps it where its
+	 * parent did, and need not read the file's headers again
+	 */
+	bool bias_known;
+	uint64_t bias_start, bias_pgoff, bias;
 };
 
 /* A code object's function, remembered per process by its address and strings. */
