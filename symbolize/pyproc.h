@@ -13,7 +13,13 @@
 #include "base/base.h"
 #include "python.h"
 
-#define SEEN_SLOTS 8192         /* > 2 * PY_MAX_DEPTH: the open-addressing set stays half empty */
+#define SEEN_FIRST 256          /* the walk's set's slots at first (seen_room) */
+
+struct seen_slot {
+	uint64_t key;                   /* a frame's address, or a code object's */
+	uint32_t gen;                   /* the walk that set it */
+	uint32_t val;                   /* read_codes: a code object's index among the distinct ones */
+};
 /*
  * Pages fetched below a frame's page when it is not cached: the frames a
  * frame returns to lie below it in the thread's data stack, so one call
@@ -80,10 +86,14 @@ struct py_proc {
 	struct thread_entry *threads;
 	size_t threads_nr, threads_alloc;
 	struct idx thread_idx;          /* hash of tid -> threads[] */
-	/* frames visited by the current walk: slots whose gen differs are empty */
-	uint64_t seen[SEEN_SLOTS];
-	uint32_t seen_gen[SEEN_SLOTS];
-	uint32_t seen_val[SEEN_SLOTS];  /* read_codes: a code object's index among the distinct ones */
+	/*
+	 * Frames visited by the current walk, then its code objects: an
+	 * open-addressing set whose slots of another gen are empty, grown as
+	 * a walk needs (most need a few dozen slots, a walk PY_MAX_DEPTH deep
+	 * twice that), kept at most half full
+	 */
+	struct seen_slot *seen;
+	size_t seen_mask, seen_n;
 	uint32_t gen;
 	struct py_pages pages;          /* the target's pages read during the current stack read */
 	uint64_t counts[PY_STACK_NR];

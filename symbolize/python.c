@@ -57,6 +57,7 @@ void py_proc_free(struct py_proc *p)
 			"read %" PRIu64 "; took %" PRIu64 " from other processes\n", p->memo_hits, p->memo_differ,
 			p->code_from_cap, p->code_read, p->seeded);
 	free(p->memo_scratch);
+	free(p->seen);
 	py_codes_free(p->codes);
 	py_pages_release(&p->pages);
 	free(p->walked);

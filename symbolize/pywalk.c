@@ -9,25 +9,54 @@
 
 #include "base/base.h"
 
-/* Adds frame address A to the walk's set; false when it was there already (a loop). */
-static bool seen_add(struct py_proc *p, uint64_t a)
+/* The slot of KEY in the walk's set: its own, or the empty one where it goes. */
+static struct seen_slot *seen_find(struct py_proc *p, uint64_t key)
 {
-	size_t i = hash_u64(a) & (SEEN_SLOTS - 1);
+	size_t i = hash_u64(key) & p->seen_mask;
 
-	while (p->seen_gen[i] == p->gen) {
-		if (p->seen[i] == a)
-			return false;
-		i = (i + 1) & (SEEN_SLOTS - 1);
-	}
-	p->seen_gen[i] = p->gen;
-	p->seen[i] = a;
+	while (p->seen[i].gen == p->gen && p->seen[i].key != key)
+		i = (i + 1) & p->seen_mask;
+	return &p->seen[i];
+}
+
+/* Room in the walk's set for one more key, the set at most half full after it. */
+static void seen_room(struct py_proc *p)
+{
+	size_t slots = p->seen ? p->seen_mask + 1 : 0, n = slots ? slots * 2 : SEEN_FIRST;
+	struct seen_slot *old = p->seen;
+
+	if ((p->seen_n + 1) * 2 <= slots)
+		return;
+	p->seen = xcalloc(n, sizeof(*p->seen));
+	p->seen_mask = n - 1;
+	for (size_t i = 0; i < slots; i++)
+		if (old[i].gen == p->gen)
+			*seen_find(p, old[i].key) = old[i];
+	free(old);
+}
+
+/* Adds KEY to the walk's set; false when it was there already (a frame: a loop). */
+static bool seen_add(struct py_proc *p, uint64_t key, struct seen_slot **slot)
+{
+	struct seen_slot *s;
+
+	seen_room(p);
+	s = seen_find(p, key);
+	*slot = s;
+	if (s->gen == p->gen)
+		return false;
+	*s = (struct seen_slot){ key, p->gen, 0 };
+	p->seen_n++;
 	return true;
 }
 
+/* Empties the walk's set. */
 static void seen_reset(struct py_proc *p)
 {
+	p->seen_n = 0;
 	if (++p->gen == 0) {
-		memset(p->seen_gen, 0, sizeof(p->seen_gen));
+		if (p->seen)
+			memset(p->seen, 0, (p->seen_mask + 1) * sizeof(*p->seen));
 		p->gen = 1;
 	}
 }
@@ -191,6 +220,7 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 	/* the first frame's header came from the capture when it took the capture's first node */
 	bool empty_above = false, captured = p->cap && p->cap_next == 1;
 	uint32_t node = 0;
+	struct seen_slot *slot;
 
 	seen_reset(p);
 	p->walk_lo = frame;
@@ -204,7 +234,7 @@ static size_t walk_frames(struct py_proc *p, uint64_t frame, uint8_t (*buf)[PY_H
 			*status = PY_STACK_TOO_DEEP;
 			return n;
 		}
-		if (!seen_add(p, frame) || owner > max_owner || (prev && !py_ptr_ok(prev)))
+		if (!seen_add(p, frame, &slot) || owner > max_owner || (prev && !py_ptr_ok(prev)))
 			goto torn;
 		if (owner == l->owned_by_cstack && after_sample(p, frame)) {
 			/*
@@ -269,18 +299,13 @@ torn:
 /* The index of CODE among the stack's distinct code objects, added (*NC grows) when new. */
 static uint32_t code_index(struct py_proc *p, uint64_t code, size_t *nc)
 {
-	size_t i = hash_u64(code) & (SEEN_SLOTS - 1);
+	struct seen_slot *s;
 
-	while (p->seen_gen[i] == p->gen) {
-		if (p->seen[i] == code)
-			return p->seen_val[i];
-		i = (i + 1) & (SEEN_SLOTS - 1);
+	if (seen_add(p, code, &s)) {
+		s->val = (uint32_t)*nc;
+		p->code_addr[(*nc)++] = code;
 	}
-	p->seen_gen[i] = p->gen;
-	p->seen[i] = code;
-	p->seen_val[i] = (uint32_t)*nc;
-	p->code_addr[(*nc)++] = code;
-	return p->seen_val[i];
+	return s->val;
 }
 
 /*
