@@ -35,6 +35,7 @@ struct py_codes {
 	size_t kept;                    /* bytes of names, line tables and entries kept, <= PY_MAX_KEPT */
 	uint64_t now;                   /* when the current read began */
 	bool met_transient;             /* the current read decoded a code object soon gone (transient) */
+	bool seeded_whole;              /* it took another cache's entries and names whole (seed_whole) */
 	uint8_t raw[4 * PY_MAX_STR];    /* a string's characters as read */
 	char str[PY_MAX_STR + 1];       /* ... and as UTF-8 */
 	/* the ranges py_codes_prefetch read for this stack read, and their bytes */
@@ -525,7 +526,13 @@ static size_t seed_whole(struct py_codes *dst, const struct py_codes *src)
 	idx_copy(&dst->str_idx, &src->str_idx);
 	memset(dst->hot, 0, sizeof(dst->hot));
 	dst->kept = src->kept;
+	dst->seeded_whole = true;
 	return src->nr;
+}
+
+bool py_codes_seeded_whole(const struct py_codes *c)
+{
+	return c->seeded_whole;
 }
 
 size_t py_codes_seed(struct py_codes *dst, const struct py_codes *src, size_t max_bytes)

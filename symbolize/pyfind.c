@@ -338,6 +338,20 @@ void pyproc_adopt(struct sym_python *py, struct pyproc *pp)
 	}
 }
 
+/* PP's memo of functions (empty) as a copy of FROM's, whose names PP's reader shares (under both locks). */
+static void memo_copy(struct pyproc *pp, const struct pyproc *from)
+{
+	if (!from->nr_memo)
+		return;
+	free(pp->memo);
+	pp->memo = xmalloc(st_mult(from->nr_memo, sizeof(*pp->memo)));
+	memcpy(pp->memo, from->memo, from->nr_memo * sizeof(*pp->memo));
+	pp->nr_memo = pp->alloc_memo = from->nr_memo;
+	idx_release(&pp->memo_idx);
+	idx_copy(&pp->memo_idx, &from->memo_idx);
+	memcpy(pp->memo_hot, from->memo_hot, sizeof(pp->memo_hot));
+}
+
 void pyproc_seed(struct sym_python *py, struct pyproc *pp)
 {
 	struct pyproc *parent;
@@ -360,7 +374,9 @@ void pyproc_seed(struct sym_python *py, struct pyproc *pp)
 	if (parent->reader) {
 		/* what its children that exited knew first: this one's siblings, forked from the same */
 		pyproc_adopt(py, parent);
-		py_proc_seed(pp->reader, parent->reader);
+		/* its names the parent's, pointer for pointer: so is the parent's memo of functions */
+		if (py_proc_seed(pp->reader, parent->reader) && py_proc_seeded_whole(pp->reader) && !pp->nr_memo)
+			memo_copy(pp, parent);
 	}
 	pthread_mutex_unlock(&parent->lock);
 	pp->seed_pending = false;

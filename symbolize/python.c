@@ -265,6 +265,11 @@ size_t py_proc_seed(struct py_proc *p, const struct py_proc *from)
 	return n;
 }
 
+bool py_proc_seeded_whole(const struct py_proc *p)
+{
+	return py_codes_seeded_whole(p->codes);
+}
+
 size_t py_proc_adopt(struct py_proc *p, const struct py_proc *from)
 {
 	size_t n;

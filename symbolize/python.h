@@ -123,6 +123,12 @@ uint32_t py_proc_version(const struct py_proc *p);
 #define PY_SEED_MAX (8u << 20)
 size_t py_proc_seed(struct py_proc *p, const struct py_proc *from);
 /*
+ * Whether P's cache was seeded whole, empty, from another's: each name
+ * that one's frames carried is then one P holds, by the same pointer, for
+ * as long as P lives.
+ */
+bool py_proc_seeded_whole(const struct py_proc *p);
+/*
  * P, a parent's reader, takes the code objects of FROM, its child's that
  * exited, that its own process holds at the same addresses (py_codes_adopt).
  */
@@ -470,6 +476,8 @@ void py_codes_free(struct py_codes *c);
  * many were copied.
  */
 size_t py_codes_seed(struct py_codes *dst, const struct py_codes *src, size_t max_bytes);
+/* Whether C was seeded whole from another cache, sharing all its names (py_proc_seeded_whole). */
+bool py_codes_seeded_whole(const struct py_codes *c);
 /*
  * The same the other way, into a parent's cache DST from a child's that
  * exited, SRC: only the code objects whose headers, read now from DST's

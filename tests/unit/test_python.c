@@ -1419,6 +1419,7 @@ static void check_capture_codes(uint32_t hex)
 static void check_seed(uint32_t hex)
 {
 	struct py_proc *parent, *cold, *child;
+	const char *names[3];
 	uint64_t train;
 	enum py_status st;
 	unsigned cold_reads, cold_calls;
@@ -1431,6 +1432,8 @@ static void check_seed(uint32_t hex)
 	if (!parent || !cold || !child)
 		goto out;
 	CHECK_EQ_U(py_read_stack(parent, 100, fr, PY_MAX_DEPTH, &st), 3);
+	for (int i = 0; i < 3; i++)
+		names[i] = fr[i].qualname;
 	reads = calls = 0;
 	CHECK_EQ_U(py_read_stack(cold, 100, fr, PY_MAX_DEPTH, &st), 3);
 	cold_reads = reads;
@@ -1438,9 +1441,17 @@ static void check_seed(uint32_t hex)
 	CHECK_EQ_U(py_proc_seed(child, parent), 3);
 	CHECK_EQ_U(py_proc_seed(child, parent), 0);
 	CHECK_EQ_U(py_proc_seed(child, child), 0);
+	/* seeded whole, empty: and not a cache that had read before */
+	CHECK(py_proc_seeded_whole(child));
+	CHECK(!py_proc_seeded_whole(parent));
+	CHECK_EQ_U(py_proc_seed(cold, parent), 0);
+	CHECK(!py_proc_seeded_whole(cold));
 	reads = calls = 0;
 	CHECK_EQ_U(py_read_stack(child, 100, fr, PY_MAX_DEPTH, &st), 3);
 	CHECK_EQ_U(st, PY_STACK_COMPLETE);
+	/* the parent's names, pointer for pointer (the hook's memo of functions, copied, relies on it) */
+	for (int i = 0; i < 3; i++)
+		CHECK(fr[i].qualname == names[i]);
 	/* the two names and the line table of each of three code objects: nine ranges, one call */
 	CHECK_EQ_U(reads + 9, cold_reads);
 	CHECK_EQ_U(calls + 1, cold_calls);
