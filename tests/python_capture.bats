@@ -223,9 +223,11 @@ memo_check() {
 		else if ($0 ~ /\(settle\)/) st += n }
 		END { printf "%.1f %.1f %.1f\n", 100 * g / t, 100 * s / t, 100 * st / t }' folded)
 	echo "gone: module bodies $mods%, exec'd strings $strs%, settle $settle%" >&3
-	near "$mods" 25 5
-	near "$strs" 25 5
-	near "$settle" 49 5
+	# a quarter each (21.9-26.8 % here): a frame whose code object is lost gives its
+	# samples to its caller, gone()
+	at_least "$mods" 18
+	at_least "$strs" 18
+	near "$settle" 49 6
 }
 
 # cow.py's forked workers fault a list in and exit within tens of milliseconds. The first
