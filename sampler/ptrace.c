@@ -262,19 +262,20 @@ static void step(struct ptrace_sampler *s)
 	now = time_mono_ns();
 	if (__atomic_load_n(&s->enabled, __ATOMIC_ACQUIRE) && s->nr_tasks) {
 		if (!s->next_tick_ns)
-			s->next_tick_ns = now;
+			pt_plan_tick(s, now, true);
 		if (now >= s->next_tick_ns) {
+			uint64_t behind;
+
 			pt_tick(s);
 			now = time_mono_ns();
-			s->next_tick_ns += pt_next_interval(s);
-			if (s->next_tick_ns + 4 * s->period_ns < now && !s->opts.wall) {
-				/* on-CPU mode: the threads' CPU time says what was missed (pt_tick()) */
-				s->next_tick_ns = now + pt_next_interval(s);
-			} else if (s->next_tick_ns + 4 * s->period_ns < now) {
-				/* behind schedule: say so rather than catch up in a burst */
-				pt_emit_lost(s, (now - s->next_tick_ns) / s->period_ns);
-				s->next_tick_ns = now + pt_next_interval(s);
-			}
+			behind = pt_plan_tick(s, now, false);
+			/*
+			 * Behind schedule: wall mode says so rather than catch up in a
+			 * burst; in on-CPU mode the threads' CPU time says what was
+			 * missed (pt_tick())
+			 */
+			if (s->opts.wall)
+				pt_emit_lost(s, behind);
 		}
 		if (s->next_tick_ns > now && s->next_tick_ns - now < wait_ns)
 			wait_ns = s->next_tick_ns - now;

@@ -30,6 +30,8 @@ struct task {
 	uint64_t born_ns;       /* when the tracer first saw it */
 	uint64_t cpu_ns;        /* on-CPU time at the last tick (schedstat) */
 	int64_t credit_ns;      /* on-CPU time not yet covered by a sample, less samples ahead of it */
+	uint64_t pair;          /* on-CPU mode: 1 + the pair of ticks PICK_SECOND was drawn for; 0 none yet */
+	bool pick_second;       /* ... its tick of that pair: the second (else the first) */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, opened at the first tick; -1 */
 	/*
 	 * Interrupted, but not stopped within WAIT_LIMIT_NS: a runnable thread
@@ -78,6 +80,8 @@ struct ptrace_sampler {
 	bool exec_enable;       /* atomic: enable at the root's exec, unless told otherwise first */
 	bool stop;              /* atomic: the reader asks the tracer to let go */
 	uint64_t period_ns, next_tick_ns;
+	uint64_t stratum_ns;    /* start of the stretch of wall time the next tick falls in (pt_plan_tick()) */
+	uint64_t nr_ticks;      /* ticks so far: on-CPU mode pairs them */
 	uint32_t rng;
 	uint8_t *stack;
 	uint64_t *extra;        /* the hook's bytes for one sample (opts.hook->cap) */
@@ -134,7 +138,11 @@ void pt_take_sample(struct ptrace_sampler *s, pid_t tid, enum sampler_state stat
 bool pt_is_interrupt_stop(int status);
 /* Samples the threads a tick finds due. */
 void pt_tick(struct ptrace_sampler *s);
-/* Nanoseconds to the next tick. */
-uint64_t pt_next_interval(struct ptrace_sampler *s);
+/*
+ * Sets next_tick_ns, in the stretch of wall time after the last tick's (or
+ * one starting at NOW when FIRST, or when the tracer fell behind). Returns
+ * the periods it skipped for being behind, which wall mode counts lost.
+ */
+uint64_t pt_plan_tick(struct ptrace_sampler *s, uint64_t now, bool first);
 
 #endif
