@@ -88,9 +88,15 @@ samples_of() {
 # object's header is read from the process only for the frames a capture did not hold (a
 # thread's first stack, before it is registered; deep.py's frames past the 64th)
 memo_check() {
-	local f hits codes
-	for f in split gens threads exceptions deep; do
-		PROFTOOL_DEBUG_PYTHON=1 "$PROFTOOL" record -q -o m.data -- "$1" "$PYDIR/$f.py" >/dev/null 2>err.txt
+	local f hits codes args
+	# each long enough for its bounds (gens.py's first stacks read 169-193 code objects, so
+	# it needs 4,000 checked), not longer: with every stack walked twice, the three
+	# interpreters' runs at full length took 56 s
+	for f in split:0.4 gens:0.7 threads:0.4 exceptions:0.5 deep:; do
+		args=${f#*:}
+		f=${f%%:*}
+		# shellcheck disable=SC2086
+		PROFTOOL_DEBUG_PYTHON=1 "$PROFTOOL" record -q -o m.data -- "$1" "$PYDIR/$f.py" $args >/dev/null 2>err.txt
 		# "N Python stacks taken from the thread's last capture, D differed from a walk; walks
 		# checked H code objects from the capture, read R", a line a process
 		hits=$(sed -n 's/.* \([0-9][0-9]*\) Python stacks taken from .* \([0-9][0-9]*\) differed from a walk;.*/\1 \2/p' err.txt |
