@@ -262,13 +262,13 @@ static void step(struct ptrace_sampler *s)
 	now = time_mono_ns();
 	if (__atomic_load_n(&s->enabled, __ATOMIC_ACQUIRE) && s->nr_tasks) {
 		if (!s->next_tick_ns)
-			pt_plan_tick(s, now, true);
+			pt_plan_tick(s, now);
 		if (now >= s->next_tick_ns) {
 			uint64_t behind;
 
 			pt_tick(s);
 			now = time_mono_ns();
-			behind = pt_plan_tick(s, now, false);
+			behind = pt_plan_tick(s, now);
 			/*
 			 * Behind schedule: wall mode says so rather than catch up in a
 			 * burst; in on-CPU mode the threads' CPU time says what was

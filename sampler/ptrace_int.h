@@ -30,8 +30,7 @@ struct task {
 	uint64_t born_ns;       /* when the tracer first saw it */
 	uint64_t cpu_ns;        /* on-CPU time at the last tick (schedstat) */
 	int64_t credit_ns;      /* on-CPU time not yet covered by a sample, less samples ahead of it */
-	uint64_t pair;          /* on-CPU mode: 1 + the pair of ticks PICK_SECOND was drawn for; 0 none yet */
-	bool pick_second;       /* ... its tick of that pair: the second (else the first) */
+	bool pick_second;       /* on-CPU mode: its tick of the current pair is the second (else the first) */
 	int schedstat_fd;       /* /proc/PID/task/TID/schedstat, opened at the first tick; -1 */
 	/*
 	 * Interrupted, but not stopped within WAIT_LIMIT_NS: a runnable thread
@@ -140,9 +139,9 @@ bool pt_is_interrupt_stop(int status);
 void pt_tick(struct ptrace_sampler *s);
 /*
  * Sets next_tick_ns, in the stretch of wall time after the last tick's (or
- * one starting at NOW when FIRST, or when the tracer fell behind). Returns
- * the periods it skipped for being behind, which wall mode counts lost.
+ * one starting at NOW for the first tick, or when the tracer fell behind).
+ * Returns the periods it skipped for being behind, which wall mode counts lost.
  */
-uint64_t pt_plan_tick(struct ptrace_sampler *s, uint64_t now, bool first);
+uint64_t pt_plan_tick(struct ptrace_sampler *s, uint64_t now);
 
 #endif

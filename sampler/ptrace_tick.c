@@ -308,11 +308,11 @@ static double next_unit(struct ptrace_sampler *s)
  * standard deviation of 1.45 points over 25 runs with them, 0.57 over 12
  * with these.
  */
-uint64_t pt_plan_tick(struct ptrace_sampler *s, uint64_t now, bool first)
+uint64_t pt_plan_tick(struct ptrace_sampler *s, uint64_t now)
 {
 	uint64_t len = s->opts.wall ? s->period_ns : s->period_ns / 2, behind = 0;
 
-	if (first) {
+	if (!s->stratum_ns) {
 		s->stratum_ns = now;
 	} else {
 		s->stratum_ns += len;
@@ -417,7 +417,7 @@ void pt_tick(struct ptrace_sampler *s)
 		 * as a tick at the same few places.
 		 */
 		if (!s->opts.wall) {
-			uint64_t cpu = task_cpu_ns(s, t), pair = s->nr_ticks / 2 + 1;
+			uint64_t cpu = task_cpu_ns(s, t);
 			int64_t period = (int64_t)s->period_ns;
 			bool picked;
 
@@ -429,10 +429,9 @@ void pt_tick(struct ptrace_sampler *s)
 				missed += over;
 				t->credit_ns -= (int64_t)over * period;
 			}
-			if (t->pair != pair) {
-				t->pair = pair;
+			/* (a thread not looked at on a pair's first tick keeps its last pick) */
+			if (!(s->nr_ticks & 1))
 				t->pick_second = next_unit(s) < 0.5;
-			}
 			picked = t->pick_second == (s->nr_ticks & 1);
 			if (picked ? t->credit_ns <= -CREDIT_SKIP * period : t->credit_ns < CREDIT_EXTRA * period)
 				continue;
